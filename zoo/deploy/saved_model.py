@@ -1,0 +1,47 @@
+"""SavedModel export through Keras 3's `ExportArchive`.
+
+The `serving_default` signature takes inputs named after the model's
+`keras.Input` layers (e.g. `image`, not `args_0`) with a dynamic batch
+axis, and returns a dict keyed by the output layer names (e.g.
+`predictions`). That is what TF Serving's REST and gRPC APIs address.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+SIGNATURE_KEY = "serving_default"
+
+
+def input_specs(model: keras.Model) -> list[tf.TensorSpec]:
+    """One `TensorSpec` per model input: its layer's name and a dynamic batch axis."""
+    return [
+        tf.TensorSpec((None, *t.shape[1:]), t.dtype, name=t._keras_history.operation.name) for t in model.inputs
+    ]
+
+
+def serving_fn(model: keras.Model):
+    """A function of the model's named inputs returning `{output_name: tensor}`."""
+
+    def serve(*inputs):
+        outputs = model(inputs[0] if len(inputs) == 1 else list(inputs), training=False)
+        return dict(zip(model.output_names, tf.nest.flatten(outputs)))
+
+    return serve
+
+
+def export_saved_model(model: keras.Model, path: Path | str) -> Path:
+    """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
+
+    `path` must not exist yet; see `zoo.deploy.serving_layout.publish` for
+    the versioned, atomic TF Serving layout.
+    """
+    path = Path(path)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(SIGNATURE_KEY, serving_fn(model), input_signature=input_specs(model))
+    archive.write_out(str(path), verbose=False)
+    return path

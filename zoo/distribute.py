@@ -1,0 +1,85 @@
+"""The one place that builds `tf.distribute` strategies from a name.
+
+Modelled on Model Garden's `get_distribution_strategy`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import tensorflow as tf
+
+from zoo.errors import UnknownNameError, ZooError
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu", "parameter_server")
+
+
+def split_cpu(n: int) -> list:
+    """Splits the physical CPU into `n` logical devices (before TF initializes them).
+
+    This is how mirrored training is exercised without GPUs: 2 logical CPUs
+    give a real 2-replica `MirroredStrategy`.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1. Received: n={n}")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    current = tf.config.get_logical_device_configuration(cpu)
+    if current is not None and len(current) == n:
+        return tf.config.list_logical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+    except RuntimeError as e:
+        raise ZooError(
+            f"Cannot split the CPU into {n} logical devices: TensorFlow is already initialized "
+            f"({len(tf.config.list_logical_devices('CPU'))} CPU devices). Split it before building anything."
+        ) from e
+    return tf.config.list_logical_devices("CPU")
+
+
+@functools.lru_cache(maxsize=None)
+def _mirrored(devices: tuple) -> tf.distribute.MirroredStrategy:
+    # One instance per device set: two MirroredStrategy objects over the same CPUs in one
+    # process reuse collective instance keys, and the second one's all-reduce then aborts
+    # with "Shape mismatch in the collective instance".
+    return tf.distribute.MirroredStrategy(devices=list(devices))
+
+
+def strategy(name: str = "auto") -> tf.distribute.Strategy:
+    """A strategy by name: one of `STRATEGIES`.
+
+    - auto: `MirroredStrategy` over all GPUs when any is visible, else the default strategy.
+    - one_device: `OneDeviceStrategy` on the first GPU, else the CPU.
+    - mirrored: `MirroredStrategy` over all GPUs, or else over all logical CPUs (see `split_cpu`).
+    - multi_worker: `MultiWorkerMirroredStrategy`, configured through `TF_CONFIG`.
+    - tpu: `TPUStrategy` through `TPUClusterResolver`; a clear error where there is no TPU.
+    - parameter_server: rejected: Keras 3's `fit` does not support it.
+    """
+    if name not in STRATEGIES:
+        raise UnknownNameError("strategy", name, STRATEGIES)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "auto":
+        return _mirrored(tuple(d.name for d in gpus)) if gpus else tf.distribute.get_strategy()
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if name == "mirrored":
+        devices = tuple(d.name for d in (gpus or tf.config.list_logical_devices("CPU")))
+        return _mirrored(devices)
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ZooError("strategy 'multi_worker' needs TF_CONFIG describing the cluster and this task.")
+        json.loads(os.environ["TF_CONFIG"])  # fail early on a malformed TF_CONFIG
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, RuntimeError, tf.errors.OpError) as e:
+            raise ZooError(f"strategy 'tpu': no TPU found ({e}). Use 'auto' or 'mirrored' on this machine.") from e
+        return tf.distribute.TPUStrategy(resolver)
+    raise ZooError(
+        "strategy 'parameter_server' is not supported: Keras 3's model.fit does not train with "
+        "ParameterServerStrategy (it needs the TF2 ClusterCoordinator loop). Use 'multi_worker' instead."
+    )
