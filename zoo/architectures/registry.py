@@ -29,6 +29,7 @@ class ModelSpec:
     input_shape: tuple
     num_classes: int
     task: str = "classification"
+    input_dtype: str = "float32"
     description: str = ""
 
 
@@ -56,13 +57,17 @@ def register_model(
     input_shape: tuple,
     num_classes: int = 10,
     task: str = "classification",
+    input_dtype: str = "float32",
     name: str | None = None,
 ):
     """Registers a builder `fn(input_shape, num_classes, name, **overrides)`.
 
     The builder's signature must accept `input_shape`, `num_classes` and
     `name` as keywords; every other keyword is an override users may pass
-    to `zoo.build`.
+    to `zoo.build`. `task` is "classification" (softmax over `num_classes`),
+    or e.g. "forecast" / "language_model" where `num_classes` is the number
+    of output units or the vocabulary size; `input_dtype` is "int32" for
+    token inputs.
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}. Received: family={family!r}")
@@ -84,6 +89,7 @@ def register_model(
             input_shape=tuple(input_shape),
             num_classes=num_classes,
             task=task,
+            input_dtype=input_dtype,
             description=doc.splitlines()[0] if doc else "",
         )
         return fn

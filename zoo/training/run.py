@@ -154,7 +154,10 @@ def train(config: TrainConfig) -> TrainResult:
     clock = WallClock(monitor=monitor, target=config.target_accuracy)
     callbacks = standard_callbacks(run_dir, monitor=monitor, early_stopping=config.early_stopping) + [clock]
     verbose = default_verbose() if config.verbose is None else config.verbose
-    history = model.fit(train_ds, epochs=config.epochs, validation_data=val_ds, callbacks=callbacks, verbose=verbose)
+    # shuffle=False: the train pipeline already reshuffles every epoch (Keras would only warn).
+    history = model.fit(
+        train_ds, epochs=config.epochs, validation_data=val_ds, callbacks=callbacks, verbose=verbose, shuffle=False
+    )
 
     test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0) if test_ds is not None else {}
     export_path = None
