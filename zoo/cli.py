@@ -19,28 +19,33 @@ def _positive_int(text: str) -> int:
 
 
 def _add_train(sub):
-    from zoo.training.run import TrainConfig
+    from zoo.training.config import DEFAULT_RECIPE
 
-    d = TrainConfig()
-    p = sub.add_parser("train", help="train a registry model with model.fit, evaluate, export a SavedModel")
-    p.add_argument("--model", default=d.model, help=f"registry name (default {d.model}); see `zoo list`")
-    p.add_argument("--dataset", default=d.dataset, help=f"zoo or TFDS dataset name (default {d.dataset})")
-    p.add_argument("--epochs", type=_positive_int, default=d.epochs)
-    p.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="global batch size")
-    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate of the warm-up + cosine schedule")
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="AdamW decoupled weight decay")
-    p.add_argument("--strategy", default=d.strategy, help="auto, one_device, mirrored, multi_worker, tpu")
+    p = sub.add_parser(
+        "train",
+        help="train a registry model with model.fit, evaluate, export a SavedModel",
+        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}); each flag given overrides the recipe's value.",
+    )
+    p.add_argument("--recipe", default=DEFAULT_RECIPE, help="recipe name (see `zoo recipes`) or a .toml path")
+    p.add_argument("--model", help="registry name; see `zoo list`")
+    p.add_argument("--dataset", help="zoo or TFDS dataset name")
+    p.add_argument("--epochs", type=_positive_int)
+    p.add_argument("--batch-size", type=_positive_int, help="global batch size")
+    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--weight-decay", type=float, help="decoupled weight decay")
+    p.add_argument("--optimizer", help="adamw, adam or sgd")
+    p.add_argument("--strategy", help="auto, one_device, mirrored, multi_worker, tpu")
     p.add_argument("--cpu-replicas", type=_positive_int, default=None,
                    help="split the CPU into N logical devices (for --strategy mirrored without GPUs)")
-    p.add_argument("--out", default=d.out, help="run directory root: checkpoints, backup, logs, history.csv")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--train-split", default=d.train_split)
-    p.add_argument("--val-split", default=d.val_split, help="evaluated after each epoch; 'none' to skip")
-    p.add_argument("--test-split", default=d.test_split, help="evaluated once at the end; 'none' to skip")
-    p.add_argument("--export-dir", default=d.export_dir, help="TF Serving base dir; 'none' to skip export")
-    p.add_argument("--early-stopping", type=_positive_int, default=None, metavar="PATIENCE")
-    p.add_argument("--data-dir", default=None, help="prepared TFDS data (default $ZOO_DATA_DIR or ~/tensorflow_datasets)")
-    p.add_argument("--jit-compile", choices=("auto", "on", "off"), default="auto", help="XLA")
+    p.add_argument("--out", help="root of run directories: checkpoints, backup, logs, history.csv")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--train-split")
+    p.add_argument("--val-split", help="evaluated after each epoch; 'none' to skip")
+    p.add_argument("--test-split", help="evaluated once at the end; 'none' to skip")
+    p.add_argument("--export-dir", help="TF Serving base dir; 'none' to skip export")
+    p.add_argument("--early-stopping", type=_positive_int, metavar="PATIENCE")
+    p.add_argument("--data-dir", help="prepared TFDS data (default $ZOO_DATA_DIR or ~/tensorflow_datasets)")
+    p.add_argument("--jit-compile", choices=("auto", "on", "off"), help="XLA (auto: on accelerators only)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
     p.set_defaults(func=_cmd_train)
@@ -55,7 +60,7 @@ def _parse_overrides(items):
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"error: --set expects KEY=VALUE, got {item!r}")
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
         try:
             overrides[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -63,44 +68,69 @@ def _parse_overrides(items):
     return overrides
 
 
+def train_config_from_args(args):
+    """The recipe named by --recipe, with every flag the user gave applied on top."""
+    from zoo.training.config import load_recipe
+
+    flags = {
+        "model": args.model, "dataset": args.dataset, "epochs": args.epochs, "batch_size": args.batch_size,
+        "lr": args.lr, "weight_decay": args.weight_decay, "optimizer": args.optimizer, "strategy": args.strategy,
+        "out": args.out, "seed": args.seed, "train_split": args.train_split, "early_stopping": args.early_stopping,
+        "data_dir": args.data_dir,
+    }
+    changes = {k: v for k, v in flags.items() if v is not None}
+    for key in ("val_split", "test_split", "export_dir"):
+        if getattr(args, key) is not None:
+            changes[key] = _none(getattr(args, key))
+    if args.jit_compile:
+        changes["jit_compile"] = {"auto": "auto", "on": True, "off": False}[args.jit_compile]
+    config = load_recipe(args.recipe)
+    if "model" in changes and changes["model"] != config.model:
+        config.model_overrides = {}  # the recipe's overrides were for its own model
+    if args.set:
+        changes["model_overrides"] = {**config.model_overrides, **_parse_overrides(args.set)}
+    return config.replace(**changes)
+
+
 def _cmd_train(args) -> int:
     if args.cpu_replicas:
         from zoo import distribute
 
         distribute.split_cpu(args.cpu_replicas)
-    from zoo.training.run import TrainConfig, train
+    from zoo.training.run import train
 
-    config = TrainConfig(
-        model=args.model,
-        dataset=args.dataset,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        strategy=args.strategy,
-        seed=args.seed,
-        out=args.out,
-        train_split=args.train_split,
-        val_split=_none(args.val_split),
-        test_split=_none(args.test_split),
-        export_dir=_none(args.export_dir),
-        early_stopping=args.early_stopping,
-        data_dir=args.data_dir,
-        jit_compile={"auto": "auto", "on": True, "off": False}[args.jit_compile],
-        model_overrides=_parse_overrides(args.set),
-    )
+    config = train_config_from_args(args)
     result = train(config)
     print()
+    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.dataset})")
     print(f"run directory:        {result.run_dir}")
     if result.export_path:
         print(f"export path:          {result.export_path}")
     for key, value in result.test_metrics.items():
         label = f"test {key}:"
         print(f"{label:<22}{value:.4f}" if key != "accuracy" else f"{label:<22}{value:.4f} ({value:.2%})")
+    if result.baseline:
+        b = result.baseline
+        print(f"baseline {b['name']}: test {b['metric']} {b['value']:.4f}")
     print(f"training wall time:   {result.train_time_s:.1f} s")
-    if config.target_accuracy is not None:
+    if config.target is not None:
         reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"
-        print(f"time to {config.target_accuracy:.1%} val acc: {reached}")
+        print(f"time to target {config.target:g}: {reached}")
+    return 0
+
+
+def _add_recipes(sub):
+    p = sub.add_parser("recipes", help="list the training recipes")
+    p.set_defaults(func=_cmd_recipes)
+
+
+def _cmd_recipes(args) -> int:
+    from zoo.training.config import list_recipes, load_recipe
+
+    for name in list_recipes():
+        config = load_recipe(name)
+        target = f"target {config.target:g}" if config.target is not None else ""
+        print(f"{name:<24}{config.model:<24}{config.dataset:<16}{config.epochs:>3} epochs  {target}  {config.description}")
     return 0
 
 
@@ -200,7 +230,7 @@ def _cmd_data_list(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description="Keras 3 model zoo and deployment toolkit.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_train, _add_export, _add_list, _add_info, _add_data):
+    for add in (_add_train, _add_recipes, _add_export, _add_list, _add_info, _add_data):
         add(sub)
     return parser
 

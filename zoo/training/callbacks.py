@@ -16,9 +16,9 @@ class WallClock(keras.callbacks.Callback):
     reached) and `epoch_times_s` (cumulative, per epoch end).
     """
 
-    def __init__(self, monitor: str = "val_accuracy", target: float | None = None):
+    def __init__(self, monitor: str = "val_accuracy", target: float | None = None, mode: str = "max"):
         super().__init__()
-        self.monitor, self.target = monitor, target
+        self.monitor, self.target, self.mode = monitor, target, mode
         self.train_time_s = 0.0
         self.time_to_target_s = None
         self.epoch_times_s: list[float] = []
@@ -30,7 +30,9 @@ class WallClock(keras.callbacks.Callback):
         elapsed = time.perf_counter() - self._start
         self.epoch_times_s.append(elapsed)
         value = (logs or {}).get(self.monitor)
-        if self.target is not None and self.time_to_target_s is None and value is not None and value >= self.target:
+        if self.target is None or self.time_to_target_s is not None or value is None:
+            return
+        if (value >= self.target) if self.mode == "max" else (value <= self.target):
             self.time_to_target_s = elapsed
 
     def on_train_end(self, logs=None):
@@ -41,6 +43,7 @@ def standard_callbacks(
     run_dir: Path,
     *,
     monitor: str,
+    mode: str = "max",
     early_stopping: int | None = None,
     write_files: bool = True,
 ) -> list[keras.callbacks.Callback]:
@@ -51,7 +54,6 @@ def standard_callbacks(
     `write_files=False` (a non-chief multi-worker task) only the in-memory
     callbacks are returned, plus BackupAndRestore which every worker needs.
     """
-    mode = "max" if "acc" in monitor else "min"
     callbacks: list[keras.callbacks.Callback] = [keras.callbacks.BackupAndRestore(str(run_dir / "backup"))]
     if write_files:
         callbacks += [

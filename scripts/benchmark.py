@@ -1,0 +1,43 @@
+#!/usr/bin/env python
+"""Benchmarks; results go to benchmarks/results/ (committed, as timm does).
+
+    python scripts/benchmark.py time-to-accuracy [--recipe mnist_fast] [--target 0.99]
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = argparse.ArgumentParser(prog="benchmark")
+    sub = parser.add_subparsers(dest="which", required=True)
+    tta = sub.add_parser("time-to-accuracy", help="zoo's default recipe vs the keras.io simple MNIST convnet")
+    tta.add_argument("--recipe", default="mnist_fast")
+    tta.add_argument("--target", type=float, default=0.99)
+    tta.add_argument("--baseline-epochs", type=int, default=10)
+    tta.add_argument("--seed", type=int, default=0)
+    tta.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
+    args = parser.parse_args(argv)
+
+    from zoo.benchmarks import time_to_accuracy
+    from zoo.fileio import atomic_write_text
+
+    result = time_to_accuracy.run(args.recipe, args.target, args.baseline_epochs, args.seed)
+    out = atomic_write_text(Path(args.results) / "time_to_accuracy.json", json.dumps(result, indent=2) + "\n")
+    print()
+    for run in result["runs"]:
+        t = f"{run['time_to_target_s']:.1f} s ({run['epochs_to_target']} epochs)" if run["time_to_target_s"] else "not reached"
+        print(f"{run['name']:<28} time to {args.target:.1%}: {t}; final {run['epochs'][-1][2]:.4f}")
+    print(f"speed-up vs baseline: {result['speedup_vs_baseline'] or 'n/a (baseline did not reach the target)'}")
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""`TrainConfig`, and recipes: named training configurations stored as TOML files.
+
+A recipe (`zoo/recipes/<name>.toml`) sets any `TrainConfig` field: model,
+data, optimizer, schedule, epochs, augmentations, model overrides, the
+target it is known to reach. `zoo train --recipe NAME` runs one; flags
+given on the command line override its values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+from zoo import distribute
+from zoo.architectures import registry
+from zoo.errors import UnknownNameError, ZooError
+from zoo.fileio import check_dir_creatable
+
+RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
+DEFAULT_RECIPE = "mnist_fast"
+OPTIMIZERS = ("adamw", "adam", "sgd")
+SCHEDULES = ("cosine", "constant")
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything one training run needs; generic defaults, recipes specialize them."""
+
+    model: str = "convnet_bn"
+    dataset: str = "mnist"
+    epochs: int = 3
+    batch_size: int = 128
+    optimizer: str = "adamw"
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"
+    warmup_fraction: float = 1 / 6
+    augment: tuple = ()
+    strategy: str = "auto"
+    seed: int | None = 0
+    out: str = "runs"
+    train_split: str = "train"
+    val_split: str | None = "test"
+    test_split: str | None = "test"
+    export_dir: str | None = "saved_models"
+    early_stopping: int | None = None
+    target: float | None = None
+    baseline: str | None = None
+    data_dir: str | None = None
+    jit_compile: str | bool = "auto"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
+    recipe: str | None = None
+    description: str = ""
+    verbose: int | None = None
+
+    def validate(self) -> None:
+        """Checks every name and number before any work starts (nothing is written)."""
+        for field in ("epochs", "batch_size"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field} must be a positive integer. Received: {field}={value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0. Received: lr={self.lr}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1). Received: {self.warmup_fraction}")
+        registry.get_spec(self.model)
+        for kind, value, choices in (
+            ("strategy", self.strategy, distribute.STRATEGIES),
+            ("optimizer", self.optimizer, OPTIMIZERS),
+            ("schedule", self.schedule, SCHEDULES),
+        ):
+            if value not in choices:
+                raise UnknownNameError(kind, value, choices)
+        for path in (self.out, self.export_dir):
+            if path:
+                try:
+                    check_dir_creatable(path)
+                except NotADirectoryError as e:
+                    raise ValueError(f"Output path {str(path)!r} cannot be used: {e}") from None
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out) / f"{self.model}-{self.dataset}"
+
+    def replace(self, **changes) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+
+def list_recipes() -> list[str]:
+    """The names of the recipes shipped in `zoo/recipes/`."""
+    return sorted(p.stem for p in RECIPE_DIR.glob("*.toml"))
+
+
+def load_recipe(name_or_path: str, **overrides) -> TrainConfig:
+    """A `TrainConfig` from a recipe name (or a path to a TOML file), then `overrides`."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = RECIPE_DIR / f"{name_or_path}.toml"
+        if not path.is_file():
+            raise UnknownNameError("recipe", name_or_path, list_recipes())
+    elif not path.is_file():
+        raise ZooError(f"Recipe file {str(path)!r} does not exist.")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ZooError(f"Recipe {str(path)!r} is not valid TOML: {e}") from None
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = set(data) - fields
+    if unknown:
+        bad = sorted(unknown)[0]
+        raise UnknownNameError(f"recipe key (in {path.name})", bad, fields)
+    if "augment" in data:
+        data["augment"] = tuple(data["augment"])
+    data.setdefault("recipe", path.stem)
+    return TrainConfig(**{**data, **overrides})

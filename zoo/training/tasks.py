@@ -1,0 +1,45 @@
+"""Loss, metrics and the monitored metric for each task a registry model declares."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import keras
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    loss: Callable[[], keras.losses.Loss]
+    metrics: Callable[[], list]
+    monitor: str  # the metric that picks the best checkpoint and measures time-to-target
+    mode: str  # "max" or "min"
+
+
+TASKS = {
+    "classification": Task(
+        loss=keras.losses.SparseCategoricalCrossentropy,
+        metrics=lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        monitor="accuracy",
+        mode="max",
+    ),
+    "forecast": Task(
+        loss=keras.losses.MeanSquaredError,
+        metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],
+        monitor="mae",
+        mode="min",
+    ),
+    # Next-token cross-entropy; perplexity is exp(loss).
+    "language_model": Task(
+        loss=keras.losses.SparseCategoricalCrossentropy,
+        metrics=lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        monitor="loss",
+        mode="min",
+    ),
+}
+
+
+def get_task(name: str) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"No training task {name!r}; known: {sorted(TASKS)}.")
+    return TASKS[name]
