@@ -15,11 +15,7 @@ from zoo.training import ZooModel
 
 
 def small_input_shape(name):
-    """The default input shape, with images above 64 px shrunk to 32 px."""
-    shape = registry.get_spec(name).input_shape
-    if len(shape) == 3 and shape[0] and shape[0] > 64:
-        return (32, 32, shape[2])
-    return shape
+    return registry.get_spec(name).small_input_shape
 
 
 def sample_input(name, batch=2, seed=0):

@@ -53,3 +53,25 @@ def check_input_shape(input_shape, rank: int, name: str, allow_none_axes: tuple 
         if d is None or int(d) < 1:
             raise ValueError(f"{name}: input_shape axis {i} must be a positive integer. Received: input_shape={shape}")
     return shape
+
+
+POOLINGS = ("avg", "max")
+
+
+def global_pool(x, pooling: str = "avg"):
+    """Global average or max pooling over the spatial axes, named `avg_pool` / `max_pool`.
+
+    Works for images (rank 4) and sequences (rank 3); the names follow
+    keras.applications, so heads line up with theirs.
+    """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}. Received: pooling={pooling!r}")
+    rank = len(x.shape)
+    layers = {
+        3: (keras.layers.GlobalAveragePooling1D, keras.layers.GlobalMaxPooling1D),
+        4: (keras.layers.GlobalAveragePooling2D, keras.layers.GlobalMaxPooling2D),
+    }
+    if rank not in layers:
+        raise ValueError(f"global_pool expects a rank 3 or 4 tensor. Received: shape={tuple(x.shape)}")
+    avg, max_ = layers[rank]
+    return (avg if pooling == "avg" else max_)(name=f"{pooling}_pool")(x)

@@ -31,6 +31,18 @@ class ModelSpec:
     task: str = "classification"
     input_dtype: str = "float32"
     description: str = ""
+    test_input_shape: tuple | None = None
+
+    @property
+    def small_input_shape(self) -> tuple:
+        """A cheap input for tests and the export matrix: images above 64 px shrunk to 32 px,
+        unless the builder registered its own (e.g. a patch model that needs 2x2 patches)."""
+        if self.test_input_shape is not None:
+            return tuple(self.test_input_shape)
+        shape = self.input_shape
+        if len(shape) == 3 and shape[0] and shape[0] > 64:
+            return (32, 32, shape[2])
+        return shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +70,7 @@ def register_model(
     num_classes: int = 10,
     task: str = "classification",
     input_dtype: str = "float32",
+    test_input_shape: tuple | None = None,
     name: str | None = None,
 ):
     """Registers a builder `fn(input_shape, num_classes, name, **overrides)`.
@@ -67,7 +80,7 @@ def register_model(
     to `zoo.build`. `task` is "classification" (softmax over `num_classes`),
     or e.g. "forecast" / "language_model" where `num_classes` is the number
     of output units or the vocabulary size; `input_dtype` is "int32" for
-    token inputs.
+    token inputs; `test_input_shape` overrides the small input tests use.
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}. Received: family={family!r}")
@@ -91,6 +104,7 @@ def register_model(
             task=task,
             input_dtype=input_dtype,
             description=doc.splitlines()[0] if doc else "",
+            test_input_shape=test_input_shape,
         )
         return fn
 

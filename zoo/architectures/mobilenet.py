@@ -1,0 +1,139 @@
+"""MobileNetV2: inverted residuals with linear bottlenecks.
+
+Sandler, Howard, Zhu, Zhmoginov & Chen 2018, "MobileNetV2: Inverted
+Residuals and Linear Bottlenecks" (CVPR), https://arxiv.org/abs/1801.04381.
+
+The layer structure, names and weight order are those of
+`keras.applications.MobileNetV2` (ReLU6, BN momentum 0.999 and epsilon
+1e-3, `_make_divisible` channel rounding, explicit padding before strided
+depthwise convs), so its weights load with `set_weights`. Two names
+differ: the last 1x1 conv is `Conv_1_conv` (Keras' `Conv_1` ends in a
+number) and the pooling layer is `avg_pool`.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from zoo.architectures.blocks import POOLINGS, check_input_shape, classifier_head, global_pool, make_model
+from zoo.architectures.registry import register_model
+
+_PAPER = (
+    "Sandler et al. 2018, MobileNetV2: Inverted Residuals and Linear Bottlenecks (CVPR), "
+    "https://arxiv.org/abs/1801.04381; layout of keras.applications.MobileNetV2"
+)
+
+# Table 2 of the paper: (expansion t, output channels c, repeats n, first stride s).
+_INVERTED_RESIDUAL_SETTINGS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
+
+
+def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
+    """Rounds a channel count to a multiple of `divisor`, never more than 10% down (TF-slim's rule)."""
+    min_value = divisor if min_value is None else min_value
+    new_value = max(min_value, int(value + divisor / 2) // divisor * divisor)
+    if new_value < 0.9 * value:
+        new_value += divisor
+    return new_value
+
+
+def _bn(x, name):
+    return keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+
+
+def _correct_pad(x, kernel_size: int):
+    """Padding that makes a stride-2 'valid' conv centre its taps like TF-slim (keras' `correct_pad`)."""
+    h, w = x.shape[1:3]
+    adjust = (1, 1) if h is None or w is None else (1 - h % 2, 1 - w % 2)
+    c = kernel_size // 2
+    return ((c - adjust[0], c), (c - adjust[1], c))
+
+
+def inverted_residual_block(x, expansion: int, strides: int, filters: int, name: str):
+    """1x1 expansion (skipped when `expansion == 1`) -> 3x3 depthwise -> linear 1x1 projection.
+
+    The residual connection is added when the shape is kept.
+    """
+    inputs = x
+    in_channels = x.shape[-1]
+    if expansion != 1:
+        x = keras.layers.Conv2D(expansion * in_channels, 1, padding="same", use_bias=False, name=f"{name}expand")(x)
+        x = _bn(x, f"{name}expand_BN")
+        x = keras.layers.ReLU(6.0, name=f"{name}expand_relu")(x)
+    if strides == 2:
+        x = keras.layers.ZeroPadding2D(_correct_pad(x, 3), name=f"{name}pad")(x)
+    x = keras.layers.DepthwiseConv2D(
+        3, strides=strides, use_bias=False, padding="same" if strides == 1 else "valid", name=f"{name}depthwise"
+    )(x)
+    x = _bn(x, f"{name}depthwise_BN")
+    x = keras.layers.ReLU(6.0, name=f"{name}depthwise_relu")(x)
+    x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, name=f"{name}project")(x)
+    x = _bn(x, f"{name}project_BN")
+    if in_channels == filters and strides == 1:
+        x = keras.layers.Add(name=f"{name}add")([inputs, x])
+    return x
+
+
+@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000)
+def mobilenet_v2(
+    input_shape,
+    num_classes,
+    name="mobilenet_v2",
+    alpha: float = 1.0,
+    pooling: str = "avg",
+    dropout: float = 0.0,
+    classifier_activation: str | None = "softmax",
+):
+    """MobileNetV2 (Sandler et al. 2018), weight-compatible with keras.applications.MobileNetV2.
+
+    A 3x3/2 conv, the 17 inverted residual blocks of the paper's Table 2,
+    a 1x1 conv to 1280 channels, global pooling and a linear classifier.
+
+    Args:
+        alpha: width multiplier; block channels are `make_divisible(c * alpha, 8)`.
+            The last conv keeps 1280 channels unless `alpha > 1`.
+        pooling: "avg" (as the paper) or "max" before the classifier.
+        dropout: dropout before the classifier (Keras' model has none).
+
+    Example:
+        >>> model = zoo.build("mobilenet_v2", alpha=0.35, input_shape=(96, 96, 3), num_classes=10)
+    """
+    shape = check_input_shape(input_shape, 3, name, allow_none_axes=(0, 1))
+    if any(d is not None and d < 32 for d in shape[:2]):
+        raise ValueError(f"{name} needs images of at least 32x32 (it downsamples 32x). Received: input_shape={shape}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}. Received: pooling={pooling!r}")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0. Received: alpha={alpha}")
+    inputs = keras.Input(tuple(input_shape), name="image")
+    x = keras.layers.Conv2D(
+        make_divisible(32 * alpha, 8), 3, strides=2, padding="same", use_bias=False, name="Conv1"
+    )(inputs)
+    x = _bn(x, "bn_Conv1")
+    x = keras.layers.ReLU(6.0, name="Conv1_relu")(x)
+    block_id = 0
+    for expansion, channels, repeats, first_stride in _INVERTED_RESIDUAL_SETTINGS:
+        for i in range(repeats):
+            prefix = f"block_{block_id}_" if block_id else "expanded_conv_"
+            x = inverted_residual_block(
+                x,
+                expansion,
+                first_stride if i == 0 else 1,
+                make_divisible(int(channels * alpha), 8),
+                name=prefix,
+            )
+            block_id += 1
+    last_filters = make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
+    x = keras.layers.Conv2D(last_filters, 1, use_bias=False, name="Conv_1_conv")(x)
+    x = _bn(x, "Conv_1_bn")
+    x = keras.layers.ReLU(6.0, name="out_relu")(x)
+    x = global_pool(x, pooling)
+    outputs = classifier_head(x, num_classes, activation=classifier_activation, dropout=dropout)
+    return make_model(inputs, outputs, name)

@@ -1,0 +1,87 @@
+"""VGG-style networks with batch normalization.
+
+Simonyan & Zisserman 2015, "Very Deep Convolutional Networks for
+Large-Scale Image Recognition" (ICLR), https://arxiv.org/abs/1409.1556:
+stacks of 3x3 convs with 2x2 max pooling between stages, then fully
+connected layers. Each conv is followed by batch normalization (Ioffe &
+Szegedy 2015, https://arxiv.org/abs/1502.03167), as in torchvision's
+`vgg*_bn`, which lets such nets train without the paper's staged
+initialization.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from zoo.architectures.blocks import check_input_shape, classifier_head, conv_bn_act, global_pool, make_model
+from zoo.architectures.registry import register_model
+
+_PAPER = (
+    "Simonyan & Zisserman 2015, Very Deep Convolutional Networks (ICLR), https://arxiv.org/abs/1409.1556; "
+    "Ioffe & Szegedy 2015, Batch Normalization (ICML), https://arxiv.org/abs/1502.03167"
+)
+_POOLINGS = ("flatten", "avg", "max")
+
+
+def vgg_stage(x, filters: tuple, name: str):
+    """A 3x3 conv-BN-ReLU layer per entry of `filters`, then 2x2 max pooling."""
+    for i, f in enumerate(filters):
+        x = conv_bn_act(x, int(f), 3, name=f"{name}_block{i + 1}")
+    return keras.layers.MaxPooling2D(2, name=f"{name}_pool")(x)
+
+
+def vgg_bn(
+    input_shape,
+    num_classes,
+    name: str = "vgg_bn",
+    stages: tuple = ((64,), (128,), (256, 256), (512, 512)),
+    fc_units: tuple = (512,),
+    pooling: str = "flatten",
+    dropout: float = 0.5,
+    classifier_activation: str | None = "softmax",
+):
+    """A VGG net with batch norm: conv stages, then fully connected layers with dropout.
+
+    Args:
+        stages: per stage, the filters of its 3x3 convs, e.g. VGG-11's
+            `((64,), (128,), (256, 256), (512, 512), (512, 512))`.
+        fc_units: hidden fully connected layers (VGG: (4096, 4096)).
+        pooling: "flatten" (as VGG), or global "avg" / "max" pooling.
+        dropout: dropout before every fully connected layer (VGG: 0.5).
+    """
+    shape = check_input_shape(input_shape, 3, name, allow_none_axes=(0, 1) if pooling != "flatten" else ())
+    if not stages or any(not s or any(int(f) < 1 for f in s) for s in stages):
+        raise ValueError(f"stages must be non-empty sequences of positive ints. Received: stages={stages}")
+    if any(int(u) < 1 for u in fc_units):
+        raise ValueError(f"fc_units must be positive ints. Received: fc_units={fc_units}")
+    if pooling not in _POOLINGS:
+        raise ValueError(f"pooling must be one of {_POOLINGS}. Received: pooling={pooling!r}")
+    if any(d is not None and d < 2 ** len(stages) for d in shape[:2]):
+        raise ValueError(
+            f"{name}: {len(stages)} stages halve the image {len(stages)} times; "
+            f"it must be at least {2 ** len(stages)} px. Received: input_shape={shape}"
+        )
+    inputs = keras.Input(tuple(input_shape), name="image")
+    x = inputs
+    for i, filters in enumerate(stages):
+        x = vgg_stage(x, filters, name=f"stage{i + 1}")
+    x = keras.layers.Flatten(name="flatten")(x) if pooling == "flatten" else global_pool(x, pooling)
+    for i, units in enumerate(fc_units):
+        if dropout:
+            x = keras.layers.Dropout(dropout, name=f"fc{i + 1}_dropout")(x)
+        x = keras.layers.Dense(int(units), activation="relu", name=f"fc{i + 1}_dense")(x)
+    outputs = classifier_head(x, num_classes, activation=classifier_activation, dropout=dropout)
+    return make_model(inputs, outputs, name)
+
+
+@register_model(family="cnn", paper=_PAPER, input_shape=(32, 32, 3), num_classes=10)
+def vgg8_bn(input_shape, num_classes, name="vgg8_bn", **kwargs):
+    """VGG-8 with batch norm for 32x32 images: convs 64-M-128-M-256-256-M-512-512-M, FC 512, classifier.
+
+    Eight weight layers (six 3x3 convs, two dense), about 5.5M parameters;
+    a small member of the VGG family for CIFAR-sized inputs.
+
+    Example:
+        >>> model = zoo.build("vgg8_bn", num_classes=100, dropout=0.3)
+    """
+    return vgg_bn(input_shape, num_classes, name, **kwargs)
