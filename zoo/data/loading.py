@@ -1,4 +1,4 @@
-"""Public entry points: load, dataset_info, list_datasets, prepare, default_data_dir."""
+"""Public entry points: load, load_data, dataset_info, list_datasets, prepare, default_data_dir."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ class DatasetInfo:
         name: the name passed to zoo.
         input_shape: shape of one input, no batch dimension.
         num_classes: number of classes, or None.
+        output_units: what a model's output layer needs: `num_classes` for
+            classification, the target size (e.g. forecast horizon) for regression.
         splits: split name -> number of examples (empty if unknown).
         source: where the data comes from ("tfds", ...).
         description: one line.
@@ -35,6 +37,7 @@ class DatasetInfo:
     splits: dict
     source: str
     description: str
+    output_units: Optional[int] = None
 
 
 def default_data_dir() -> str:
@@ -72,6 +75,8 @@ def _validate_name(name) -> str:
 def _resolve(name: str, data_dir: str):
     """(spec, builder) for `name`: a registered spec, or a generic one for a TFDS name."""
     spec = registry.get_spec(name)
+    if spec is not None and spec.source != "tfds":
+        return spec, None  # read by spec.load_data, no TFDS builder
     if spec is not None:
         return spec, tfds_source.get_builder(spec.tfds_name, data_dir)
     if not tfds_source.is_tfds_name(name):
@@ -100,7 +105,8 @@ def dataset_info(name: str, data_dir=None) -> DatasetInfo:
     """
     name = _validate_name(name)
     spec, builder = _resolve(name, _resolve_data_dir(data_dir))
-    splits = {k: int(v.num_examples) for k, v in builder.info.splits.items()} if builder.is_prepared() else {}
+    prepared = builder is not None and builder.is_prepared()
+    splits = {k: int(v.num_examples) for k, v in builder.info.splits.items()} if prepared else {}
     return DatasetInfo(
         name=name,
         input_shape=tuple(spec.input_shape),
@@ -108,6 +114,7 @@ def dataset_info(name: str, data_dir=None) -> DatasetInfo:
         splits=splits or dict(spec.splits),
         source=spec.source,
         description=spec.description,
+        output_units=spec.num_classes if spec.num_classes is not None else spec.output_units,
     )
 
 
@@ -142,6 +149,8 @@ def load(
         shuffle_buffer: shuffle buffer; default the whole split (capped at 100k).
 
     For MNIST: x is float32 in [0, 1] of shape (B, 28, 28, 1), y int32 (B,).
+    For the non-TFDS datasets (``breast_cancer``, ``wine``, ``sunspots``,
+    ``co2``, ``moby_dick``) see :func:`dataset_info` and :func:`load_data`.
 
     Raises:
         UnknownNameError: unknown dataset (close names are suggested).
@@ -161,8 +170,20 @@ def load(
     data_dir = _resolve_data_dir(data_dir)
 
     spec, builder = _resolve(name, data_dir)
-    if spec.source != "tfds":
-        raise NotImplementedError(f"Dataset source {spec.source!r} (dataset {name!r}) is not implemented yet.")
+    if builder is None:
+        ds, num_examples = spec.load_data(data_dir).examples(split)
+        return pipeline.build_pipeline(
+            ds,
+            batch_size=batch_size,
+            preprocess=spec.preprocess,
+            num_examples=num_examples,
+            shuffle=_is_train_split(split) if shuffle is None else shuffle,
+            seed=seed,
+            cache=cache,
+            drop_remainder=drop_remainder,
+            repeat=repeat,
+            shuffle_buffer=shuffle_buffer,
+        )
     tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
     num_examples = tfds_source.validate_split(builder, split, name)
     if shuffle is None:
@@ -214,5 +235,53 @@ def prepare(name: str, data_dir=None) -> str:
     spec, builder = _resolve(name, data_dir)
     if spec.prepare is not None:
         return spec.prepare(data_dir)
+    if builder is None:
+        spec.load_data(data_dir)  # bundled data: nothing to fetch, only check it reads
+        return data_dir
     tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
     return os.fspath(builder.data_dir)
+
+
+def load_data(
+    name: str,
+    *,
+    batch_size: int = 128,
+    data_dir=None,
+    shuffle: Optional[bool] = None,
+    seed: Optional[int] = None,
+    cache: bool = True,
+    drop_remainder: bool = False,
+    repeat: bool = False,
+):
+    """All splits of a non-TFDS registered dataset, with what its source fitted.
+
+    Returns the source's :class:`zoo.data.splits.SplitData`: ``.train`` /
+    ``.validation`` / ``.test`` pipelines (the same as :func:`load` gives) and,
+    per source, ``.stats`` and ``.class_names`` (tables), ``.denormalize`` and
+    ``.naive_mae`` (series), ``.vocab`` (text).
+
+        data = zoo.data.load_data("sunspots", batch_size=32, seed=0)
+        model.fit(data.train, validation_data=data.validation)
+        data.naive_mae("test")
+    """
+    name = _validate_name(name)
+    data_dir = _resolve_data_dir(data_dir)
+    spec, builder = _resolve(name, data_dir)
+    if builder is not None:
+        raise ValueError(
+            f"load_data serves datasets with their own source ({', '.join(_own_source_names())}); "
+            f"{name!r} is a TFDS dataset: use zoo.data.load({name!r}, split)."
+        )
+    return dataclasses.replace(
+        spec.load_data(data_dir),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        cache=cache,
+        drop_remainder=drop_remainder,
+        repeat=repeat,
+    )
+
+
+def _own_source_names() -> list[str]:
+    return [n for n in registry.registered_names() if registry.get_spec(n).source != "tfds"]

@@ -20,7 +20,6 @@ that looks prepared.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import shutil
@@ -31,6 +30,7 @@ import tempfile
 
 import numpy as np
 
+from zoo.data.npm_package import ChecksumError, sha256_of  # noqa: F401  (ChecksumError: part of this API)
 from zoo.errors import DatasetUnavailableError, ZooError
 
 log = logging.getLogger(__name__)
@@ -54,21 +54,9 @@ SPLIT_FILES = {
 }
 
 
-class ChecksumError(DatasetUnavailableError):
-    """A fetched file does not match its expected sha256."""
-
-
 def idx_dir(data_dir: str) -> str:
     """Where the verified raw IDX files are kept."""
     return os.path.join(data_dir, "downloads", f"{NPM_PACKAGE}-{NPM_VERSION}")
-
-
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _have_verified_files(directory: str) -> bool:

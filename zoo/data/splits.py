@@ -1,0 +1,203 @@
+"""Named splits of one data source, each turned into zoo's batched pipeline on demand.
+
+The sources that read user data (tables, image folders, text files, series)
+and the bundled datasets all return a :class:`SplitData`: per split, the
+unbatched examples and their count, plus what a model or a report needs to
+know (input shape, classes, and per source: fitted statistics, a vocabulary,
+class names). ``data.train`` / ``data.validation`` / ``data.test`` are
+``tf.data`` pipelines built by :func:`zoo.data.pipeline.build_pipeline`, so
+caching, train-only shuffling and prefetching are the same as for ``load``.
+
+Also here: the two ways zoo splits data, with a fixed seed or in time order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Mapping, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.data import pipeline
+from zoo.data.tfds_source import UnknownSplitError
+
+TRAIN = "train"
+_PART = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[\s*(-?\d+%?)?\s*:\s*(-?\d+%?)?\s*\])?\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitData:
+    """Splits of one source, with the pipeline settings used by ``train``/``validation``/``test``.
+
+    Attributes:
+        name: what the data is called in messages (a dataset name or a path).
+        parts: split name -> ``(unbatched tf.data.Dataset of (x, y), number of examples)``.
+        input_shape: shape of one x, no batch dimension.
+        num_classes: classes of y, or None for regression targets.
+        batch_size, shuffle, seed, cache, drop_remainder, repeat: defaults for
+            :meth:`dataset`; ``shuffle=None`` shuffles the train split only.
+    """
+
+    name: str
+    parts: Mapping[str, tuple]
+    input_shape: tuple
+    num_classes: Optional[int] = None
+    batch_size: int = 128
+    shuffle: Optional[bool] = None
+    seed: Optional[int] = None
+    cache: bool = True
+    drop_remainder: bool = False
+    repeat: bool = False
+
+    def __post_init__(self):
+        pipeline.validate_batch_size(self.batch_size)
+        pipeline.validate_seed(self.seed)
+        if self.shuffle is not None and not isinstance(self.shuffle, bool):
+            raise ValueError(f"shuffle must be True, False or None, got {self.shuffle!r}.")
+
+    @property
+    def split_names(self) -> list[str]:
+        return list(self.parts)
+
+    @property
+    def num_examples(self) -> dict:
+        """Split name -> number of examples."""
+        return {name: int(n) for name, (_, n) in self.parts.items()}
+
+    def examples(self, split: str) -> tuple:
+        """``(unbatched dataset, count)`` for a split spec: ``"train"``, ``"train+validation"``,
+        ``"test[:100]"``, ``"train[:90%]"``."""
+        if not isinstance(split, str) or not split.strip():
+            raise ValueError(f"split must be a non-empty string like 'train' or 'test', got {split!r}.")
+        result, total = None, 0
+        for part in split.split("+"):
+            m = _PART.match(part)
+            if m is None:
+                raise ValueError(f"Invalid split spec {split!r} for {self.name!r}: cannot parse {part!r}.")
+            name, start, stop = m.groups()
+            if name not in self.parts:
+                raise UnknownSplitError(
+                    f"Unknown split {name!r} in {split!r} for dataset {self.name!r}. "
+                    f"Available splits: {', '.join(sorted(self.parts)) or '(none)'}."
+                )
+            ds, n = self.parts[name]
+            lo, hi = _slice_bounds(start, stop, n)
+            ds = ds.skip(lo).take(hi - lo) if (lo, hi) != (0, n) else ds
+            result = ds if result is None else result.concatenate(ds)
+            total += hi - lo
+        return result, total
+
+    def dataset(self, split: str = TRAIN, **overrides) -> tf.data.Dataset:
+        """The batched ``(x, y)`` pipeline of `split`; keyword overrides replace the defaults
+        (``batch_size``, ``shuffle``, ``seed``, ``cache``, ``drop_remainder``, ``repeat``)."""
+        unknown = set(overrides) - {"batch_size", "shuffle", "seed", "cache", "drop_remainder", "repeat"}
+        if unknown:
+            raise TypeError(f"dataset() got unexpected keyword(s): {', '.join(sorted(unknown))}.")
+        settings = dataclasses.replace(self, **overrides) if overrides else self
+        ds, n = self.examples(split)
+        shuffle = settings.shuffle if settings.shuffle is not None else is_train_split(split)
+        return pipeline.build_pipeline(
+            ds,
+            batch_size=settings.batch_size,
+            num_examples=n,
+            shuffle=shuffle,
+            seed=settings.seed,
+            cache=settings.cache,
+            drop_remainder=settings.drop_remainder,
+            repeat=settings.repeat,
+        )
+
+    def _named(self, split: str):
+        return self.dataset(split) if split in self.parts else None
+
+    @property
+    def train(self) -> Optional[tf.data.Dataset]:
+        return self._named("train")
+
+    @property
+    def validation(self) -> Optional[tf.data.Dataset]:
+        return self._named("validation")
+
+    @property
+    def test(self) -> Optional[tf.data.Dataset]:
+        return self._named("test")
+
+
+def is_train_split(split: str) -> bool:
+    """True when every part of a split spec is the train split ("train", "train[:90%]")."""
+    parts = [p.split("[")[0].strip() for p in split.split("+")]
+    return all(p == TRAIN for p in parts)
+
+
+def _slice_bounds(start, stop, n: int) -> tuple:
+    def bound(text, default):
+        if text is None:
+            return default
+        value = int(round(n * int(text[:-1]) / 100)) if text.endswith("%") else int(text)
+        return max(0, min(n, value + n if value < 0 else value))
+
+    lo, hi = bound(start, 0), bound(stop, n)
+    return lo, max(lo, hi)
+
+
+def arrays_dataset(x, y) -> tuple:
+    """``(dataset, count)`` of in-memory arrays: floats as float32, integer labels as int32."""
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if x.dtype.kind == "f":
+        x = x.astype(np.float32)
+    if y.dtype.kind == "f":
+        y = y.astype(np.float32)
+    elif y.dtype.kind in "iub":
+        y = y.astype(np.int32)
+    return tf.data.Dataset.from_tensor_slices((x, y)), len(x)
+
+
+def validate_fractions(fractions: Mapping[str, float]) -> dict:
+    """Checks split fractions (each in [0, 1), summing below 1); returns the non-zero ones."""
+    out = {}
+    for name, value in fractions.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0 <= value < 1:
+            raise ValueError(f"{name} must be a fraction in [0, 1), got {value!r}.")
+        if value:  # a zero fraction means "no such split"
+            out[name] = float(value)
+    if sum(out.values()) >= 1:
+        raise ValueError(f"Split fractions {out} leave nothing for training; they must sum below 1.")
+    return out
+
+
+def random_split(n: int, fractions: Mapping[str, float], seed: int = 0, labels=None) -> dict:
+    """Row indices per split, drawn with `seed` (stratified by `labels` when given).
+
+    `fractions` maps the held-out splits (e.g. ``{"validation": 0.15, "test": 0.2}``)
+    to fractions of all rows; the rest is ``"train"``. Indices keep source order
+    within each split.
+    """
+    fractions = validate_fractions(fractions)
+    rng = np.random.default_rng(seed)
+    groups = [np.arange(n)] if labels is None else [np.flatnonzero(labels == c) for c in np.unique(labels)]
+    out = {name: [] for name in (TRAIN, *fractions)}
+    for group in groups:
+        order = rng.permutation(group)
+        used = 0
+        for name, fraction in fractions.items():
+            k = int(round(fraction * len(group)))
+            out[name].append(order[used : used + k])
+            used += k
+        out[TRAIN].append(order[used:])
+    return {name: np.sort(np.concatenate(parts)).astype(np.int64) for name, parts in out.items()}
+
+
+def chronological_bounds(n: int, fractions: Mapping[str, float]) -> dict:
+    """Split name -> ``(start, stop)`` positions of consecutive periods: train first, then the
+    held-out splits in the order given (e.g. validation, then test at the end)."""
+    fractions = validate_fractions(fractions)
+    sizes = {name: int(np.floor(n * f)) for name, f in fractions.items()}
+    start = n - sum(sizes.values())
+    bounds = {TRAIN: (0, start)}
+    for name, size in sizes.items():
+        bounds[name] = (start, start + size)
+        start += size
+    return bounds

@@ -1,0 +1,340 @@
+"""Tables (a CSV file or a pandas DataFrame) as ``(features, target)`` pipelines.
+
+    data = zoo.data.from_table("houses.csv", features=["rooms", "area", "town"], target="price",
+                               categorical=["town"], validation_split=0.2, seed=0)
+    model.fit(data.train, validation_data=data.validation)
+    test = zoo.data.from_table("houses_test.csv", features=..., target="price",
+                               categorical=["town"], stats=data.stats)   # the train statistics
+
+Column roles: `features` (numeric columns become float32; `categorical` ones
+are one-hot encoded with the categories seen in training) and one `target`
+(integer, boolean or text targets are class labels, int32; float targets are
+regression values, float32). Standardization statistics (mean, std) and the
+categories are fitted on the training rows only and exposed as ``data.stats``;
+pass them as ``stats=`` to prepare any other table the same way.
+
+Bad input raises :class:`zoo.errors.DataError` naming the file and column: a
+missing column (with close names), a non-numeric or missing value (with its row
+and CSV line), an empty table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional, Sequence
+
+import numpy as np
+
+from zoo.data import splits as splits_lib
+from zoo.data.splits import SplitData
+from zoo.errors import DataError, suggest
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TableStats:
+    """How table columns become model inputs, fitted on training rows.
+
+    Attributes:
+        numeric: numeric feature columns, in input order.
+        mean, std: per numeric column (std 1 where a column is constant);
+            None when not standardizing.
+        categories: categorical column -> its categories (one-hot order).
+        classes: target class values (label i is ``classes[i]``), or None for
+            a numeric (regression) target.
+    """
+
+    numeric: tuple
+    mean: Optional[np.ndarray]
+    std: Optional[np.ndarray]
+    categories: dict
+    classes: Optional[tuple]
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Names of the model's input features: numeric columns, then ``column=category`` one-hots."""
+        return list(self.numeric) + [f"{col}={cat}" for col, cats in self.categories.items() for cat in cats]
+
+    def to_dict(self) -> dict:
+        """JSON-serializable form (see :meth:`from_dict`)."""
+        return {
+            "numeric": list(self.numeric),
+            "mean": None if self.mean is None else self.mean.tolist(),
+            "std": None if self.std is None else self.std.tolist(),
+            "categories": {k: list(v) for k, v in self.categories.items()},
+            "classes": None if self.classes is None else list(self.classes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TableStats":
+        as_array = lambda v: None if v is None else np.asarray(v, np.float64)  # noqa: E731
+        return cls(
+            numeric=tuple(d["numeric"]),
+            mean=as_array(d["mean"]),
+            std=as_array(d["std"]),
+            categories={k: tuple(v) for k, v in d["categories"].items()},
+            classes=None if d["classes"] is None else tuple(d["classes"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TableData(SplitData):
+    """A table's splits plus ``stats`` (fitted on train), ``feature_names``, ``target``, ``class_names``."""
+
+    stats: Optional[TableStats] = None
+    feature_names: tuple = ()
+    target: str = ""
+    class_names: Optional[tuple] = None
+
+
+def from_table(
+    table,
+    features: Optional[Sequence[str]] = None,
+    target: Optional[str] = None,
+    *,
+    batch_size: int = 128,
+    categorical: Sequence[str] = (),
+    standardize: bool = True,
+    stats: Optional[TableStats] = None,
+    validation_split: float = 0.0,
+    test_split: float = 0.0,
+    stratify: bool = True,
+    seed: int = 0,
+    shuffle: Optional[bool] = None,
+    cache: bool = True,
+    drop_remainder: bool = False,
+    repeat: bool = False,
+) -> TableData:
+    """A CSV file or DataFrame as batched ``(x, y)`` splits; see the module docstring.
+
+    Args:
+        table: path of a CSV file (with a header row) or a ``pandas.DataFrame``.
+        features: input columns; None means every column except `target`.
+        target: the column to predict.
+        batch_size: examples per batch of ``data.train`` etc.
+        categorical: feature columns to one-hot encode (text or integer codes).
+        standardize: scale numeric features to zero mean, unit variance using
+            the training rows' statistics.
+        stats: statistics from an earlier ``from_table(...).stats``; when given,
+            nothing is fitted here (use it for a separate test table).
+        validation_split, test_split: fractions of rows held out, drawn with
+            `seed`, stratified by class for class targets when `stratify`.
+            With both 0 every row is in ``"train"``.
+        shuffle: None shuffles the train split only.
+
+    Returns:
+        :class:`TableData`: ``.train`` / ``.validation`` / ``.test`` pipelines
+        (x float32 ``(batch, n_features)``, y int32 labels or float32 values),
+        ``.stats``, ``.feature_names``, ``.class_names``.
+    """
+    frame, source = read_table(table)
+    features, target = _check_columns(frame, features, target, source)
+    categorical = _check_categorical(categorical, features, source)
+    if stats is not None and not isinstance(stats, TableStats):
+        raise TypeError(f"stats must be a TableStats (from_table(...).stats), got {type(stats).__name__}.")
+    fractions = {"validation": validation_split, "test": test_split}
+    splits_lib.validate_fractions(fractions)
+
+    numeric_cols = [c for c in features if c not in categorical]
+    numeric = np.stack([numeric_column(frame, c, source) for c in numeric_cols], axis=1) if numeric_cols else None
+    text = {c: _category_column(frame, c, source) for c in categorical}
+    classes = stats.classes if stats is not None else _infer_classes(frame, target, source)
+    y = _target_values(frame, target, classes, source)
+
+    labels = y if (classes is not None and stratify) else None
+    rows = splits_lib.random_split(len(frame), fractions, seed=seed, labels=labels)
+    if stats is None:
+        train = rows[splits_lib.TRAIN]
+        if len(train) == 0:
+            raise DataError(f"{source}: no rows left for training after holding out {fractions}.")
+        mean = std = None
+        if standardize and numeric is not None:
+            mean = numeric[train].mean(axis=0)
+            std = numeric[train].std(axis=0)
+            std = np.where(std > 0, std, 1.0)
+        categories = {c: tuple(sorted(set(text[c][train]))) for c in categorical}
+        stats = TableStats(tuple(numeric_cols), mean, std, categories, classes)
+    elif list(stats.numeric) != numeric_cols or list(stats.categories) != list(categorical):
+        raise DataError(
+            f"{source}: stats were fitted on numeric columns {list(stats.numeric)} and categorical "
+            f"{list(stats.categories)}, but this table uses {numeric_cols} and {list(categorical)}."
+        )
+
+    x = _transform(stats, numeric, text)
+    parts = {name: splits_lib.arrays_dataset(x[idx], y[idx]) for name, idx in rows.items() if len(idx)}
+    return TableData(
+        name=source,
+        parts=parts,
+        input_shape=(x.shape[1],),
+        num_classes=None if classes is None else len(classes),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        cache=cache,
+        drop_remainder=drop_remainder,
+        repeat=repeat,
+        stats=stats,
+        feature_names=tuple(stats.feature_names),
+        target=target,
+        class_names=None if classes is None else tuple(str(c) for c in classes),
+    )
+
+
+def read_table(table):
+    """``(DataFrame, source description)`` for a CSV path or a DataFrame; rejects empty tables."""
+    import pandas as pd
+
+    if isinstance(table, pd.DataFrame):
+        frame, source = table, "table"
+    elif isinstance(table, (str, os.PathLike)):
+        path = os.fspath(table)
+        source = f"CSV file {path}"
+        if not os.path.isfile(path):
+            raise DataError(f"{source} does not exist." if not os.path.exists(path) else f"{path} is not a file.")
+        try:
+            frame = pd.read_csv(path)
+        except pd.errors.EmptyDataError as e:
+            raise DataError(f"{source} is empty (no header row, no data).") from e
+        except (pd.errors.ParserError, UnicodeDecodeError) as e:
+            raise DataError(f"{source} cannot be parsed as CSV: {e}") from e
+    else:
+        raise TypeError(f"table must be a CSV path or a pandas DataFrame, got {type(table).__name__}.")
+    if len(frame) == 0:
+        raise DataError(f"{source} has no data rows (columns: {', '.join(map(str, frame.columns))}).")
+    return frame, source
+
+
+def _check_columns(frame, features, target, source):
+    columns = [str(c) for c in frame.columns]
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"target must be a column name, got {target!r}. Columns of {source}: {', '.join(columns)}.")
+    _require_column(frame, target, source, "target")
+    if features is None:
+        features = [c for c in frame.columns if c != target]
+    elif isinstance(features, str) or not all(isinstance(f, str) for f in features):
+        raise ValueError(f"features must be a list of column names, got {features!r}.")
+    features = list(features)
+    if not features:
+        raise ValueError(f"features is empty: name at least one input column of {source}.")
+    for col in features:
+        _require_column(frame, col, source, "feature")
+    if target in features:
+        raise ValueError(f"Column {target!r} is both a feature and the target.")
+    duplicates = sorted({c for c in features if features.count(c) > 1})
+    if duplicates:
+        raise ValueError(f"features lists column(s) {duplicates} more than once.")
+    return features, target
+
+
+def _require_column(frame, col, source, role):
+    if col not in frame.columns:
+        columns = [str(c) for c in frame.columns]
+        close = suggest(col, columns, n=3)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise DataError(f"{source} has no {role} column {col!r}.{hint} Columns: {', '.join(columns)}.")
+
+
+def _check_categorical(categorical, features, source):
+    if isinstance(categorical, str):
+        raise ValueError(f"categorical must be a list of column names, got the string {categorical!r}.")
+    categorical = list(categorical or ())
+    for col in categorical:
+        if col not in features:
+            raise ValueError(f"categorical column {col!r} of {source} is not one of the features {features}.")
+    return categorical
+
+
+def _row_label(frame, position: int, source: str) -> str:
+    if source.startswith("CSV file"):
+        return f"row {position} (line {position + 2} of the file)"  # line 1 is the header
+    return f"row {frame.index[position]!r}"
+
+
+def numeric_column(frame, col, source) -> np.ndarray:
+    """Column `col` as float64, or a DataError naming the first non-numeric or missing value."""
+    import pandas as pd
+
+    series = frame[col]
+    if pd.api.types.is_bool_dtype(series):
+        series = series.astype(np.float64)
+    if pd.api.types.is_numeric_dtype(series):
+        values = series.to_numpy(dtype=np.float64)
+    else:
+        coerced = pd.to_numeric(series, errors="coerce")
+        bad = np.flatnonzero(coerced.isna().to_numpy() & series.notna().to_numpy())
+        if len(bad):
+            i = int(bad[0])
+            raise DataError(
+                f"{source}: column {col!r} has a non-numeric value {series.iloc[i]!r} at "
+                f"{_row_label(frame, i, source)} ({len(bad)} such value(s)). Mark it categorical "
+                "or fix the data."
+            )
+        values = coerced.to_numpy(dtype=np.float64)
+    missing = np.flatnonzero(~np.isfinite(values))
+    if len(missing):
+        i = int(missing[0])
+        what = "an infinite" if np.isinf(values[i]) else "a missing (empty or NaN)"
+        raise DataError(
+            f"{source}: column {col!r} has {what} value at {_row_label(frame, i, source)} "
+            f"({len(missing)} missing or infinite value(s) in all). Fill or drop those rows first."
+        )
+    return values
+
+
+def _category_column(frame, col, source) -> np.ndarray:
+    series = frame[col]
+    missing = np.flatnonzero(series.isna().to_numpy())
+    if len(missing):
+        raise DataError(
+            f"{source}: categorical column {col!r} has a missing value at "
+            f"{_row_label(frame, int(missing[0]), source)}."
+        )
+    return series.astype(str).to_numpy()
+
+
+def _infer_classes(frame, target, source) -> Optional[tuple]:
+    """Sorted class values for integer/bool/text targets; None for a float (regression) target."""
+    import pandas as pd
+
+    series = frame[target]
+    missing = np.flatnonzero(series.isna().to_numpy())
+    if len(missing):
+        raise DataError(
+            f"{source}: target column {target!r} has a missing value at {_row_label(frame, int(missing[0]), source)}."
+        )
+    if pd.api.types.is_float_dtype(series):
+        return None
+    if pd.api.types.is_bool_dtype(series) or pd.api.types.is_integer_dtype(series):
+        return tuple(sorted(series.unique().tolist()))
+    return tuple(sorted(series.astype(str).unique().tolist()))
+
+
+def _target_values(frame, target, classes, source) -> np.ndarray:
+    if classes is None:
+        return numeric_column(frame, target, source).astype(np.float32)
+    series = frame[target]
+    as_text = isinstance(classes[0], str)
+    values = series.astype(str).to_numpy() if as_text else series.to_numpy()
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.empty(len(values), np.int32)
+    for i, v in enumerate(values):
+        label = index.get(v.item() if hasattr(v, "item") else v)
+        if label is None:
+            raise DataError(
+                f"{source}: target column {target!r} has the class {v!r} at {_row_label(frame, i, source)}, "
+                f"which the training data does not have (classes: {list(classes)})."
+            )
+        labels[i] = label
+    return labels
+
+
+def _transform(stats: TableStats, numeric, text) -> np.ndarray:
+    blocks = []
+    if numeric is not None:
+        if stats.mean is not None:
+            numeric = (numeric - stats.mean) / stats.std
+        blocks.append(numeric)
+    for col, cats in stats.categories.items():
+        # A category never seen in training gets an all-zero one-hot row.
+        blocks.append((text[col][:, None] == np.asarray(cats, dtype=object)[None, :]).astype(np.float64))
+    return np.concatenate(blocks, axis=1).astype(np.float32)

@@ -1,0 +1,307 @@
+"""Time series as windowed forecasting pipelines, split in time order.
+
+    data = zoo.data.from_series(df["load"], window=48, horizon=6, validation_split=0.15, test_split=0.15)
+    x, y = next(iter(data.train))     # x (batch, 48, 1), y (batch, 6): normalised with train statistics
+    data.denormalize(model.predict(data.test))          # back to the series' units
+    zoo.data.naive_forecast_mae(data, "test")            # the last-value baseline, original units
+
+Splits are consecutive periods: train first, then validation, then test.
+A window belongs to the split whose period holds *all* of its targets; its
+inputs may reach back into earlier periods (that history is known at forecast
+time), so no target of a later split is ever seen in training and no window
+straddles two target periods. Normalisation (per-feature mean and std) uses
+the training period only.
+
+``seq2seq=False``: y holds the `horizon` values after the window. ``seq2seq=True``:
+y holds, for every input step t, the `horizon` values after step t (for
+sequence models trained at every step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.data import splits as splits_lib
+from zoo.data.splits import SplitData
+from zoo.errors import DataError
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SeriesData(SplitData):
+    """Windowed splits of a series plus what is needed to read predictions back.
+
+    Attributes:
+        window, horizon, seq2seq, stride: the windowing.
+        columns: feature names; ``target_columns``: indices of the predicted ones.
+        mean, std: per-feature normalisation fitted on the training period.
+        values: the series in original units, ``(time, features)`` float64.
+        bounds: split -> ``(start, stop)`` time positions of its target period.
+        starts: split -> start position of every window, in pipeline order.
+    """
+
+    window: int = 0
+    horizon: int = 1
+    seq2seq: bool = False
+    stride: int = 1
+    columns: tuple = ()
+    target_columns: tuple = ()
+    mean: Optional[np.ndarray] = None
+    std: Optional[np.ndarray] = None
+    values: Optional[np.ndarray] = None
+    bounds: dict = dataclasses.field(default_factory=dict)
+    starts: dict = dataclasses.field(default_factory=dict)
+
+    def target_positions(self, split: str) -> np.ndarray:
+        """Time positions of every target of `split`: ``(windows, horizon)`` or, for
+        seq2seq, ``(windows, window, horizon)``."""
+        starts = self._starts(split)
+        h = np.arange(self.horizon)
+        if self.seq2seq:
+            return starts[:, None, None] + 1 + np.arange(self.window)[None, :, None] + h[None, None, :]
+        return starts[:, None] + self.window + h[None, :]
+
+    def targets(self, split: str, original_units: bool = True) -> np.ndarray:
+        """y of `split` as one array (shape of the batches' y, stacked)."""
+        y = self.values[self.target_positions(split)][..., list(self.target_columns)]
+        if not original_units:
+            y = (y - self.mean[list(self.target_columns)]) / self.std[list(self.target_columns)]
+        return self._squeeze(y)
+
+    def denormalize(self, y) -> np.ndarray:
+        """Normalised targets or predictions (as in y) -> the series' original units."""
+        y = np.asarray(y, dtype=np.float64)
+        cols = list(self.target_columns)
+        if len(cols) == 1:
+            return y * self.std[cols[0]] + self.mean[cols[0]]
+        return y * self.std[cols] + self.mean[cols]
+
+    def naive_mae(self, split: str = "test") -> float:
+        """MAE, in original units, of forecasting every target as the last value observed
+        before it (the window's last step; for seq2seq, step t)."""
+        starts = self._starts(split)
+        if self.seq2seq:
+            last = starts[:, None, None] + np.arange(self.window)[None, :, None] + np.zeros(self.horizon, int)
+        else:
+            last = np.broadcast_to((starts + self.window - 1)[:, None], (len(starts), self.horizon))
+        cols = list(self.target_columns)
+        truth = self.values[self.target_positions(split)][..., cols]
+        guess = self.values[last][..., cols]
+        return float(np.mean(np.abs(truth - guess)))
+
+    def _starts(self, split: str) -> np.ndarray:
+        if split not in self.starts:
+            raise ValueError(f"No split {split!r} in {self.name!r}; available: {', '.join(self.starts)}.")
+        return self.starts[split]
+
+    def _squeeze(self, y):
+        return y[..., 0] if len(self.target_columns) == 1 else y
+
+
+def from_series(
+    values,
+    window: int,
+    horizon: int = 1,
+    *,
+    batch_size: int = 32,
+    validation_split: float = 0.15,
+    test_split: float = 0.15,
+    targets: Optional[Sequence] = None,
+    seq2seq: bool = False,
+    normalize: bool = True,
+    stride: int = 1,
+    name: str = "series",
+    shuffle: Optional[bool] = None,
+    seed: Optional[int] = None,
+    cache: bool = True,
+    drop_remainder: bool = False,
+    repeat: bool = False,
+) -> SeriesData:
+    """A 1-D or multivariate series as batched ``(x, y)`` forecasting windows.
+
+    Args:
+        values: 1-D array/list/``pandas.Series`` or 2-D ``(time, features)``
+            array/``DataFrame``, oldest first, without gaps (fill NaNs first).
+        window: input steps per example; x is ``(window, features)`` float32.
+        horizon: steps predicted after each window.
+        validation_split, test_split: fractions of the time steps forming the
+            validation and (last) test periods.
+        targets: predicted columns (names for a DataFrame, else indices);
+            default every column. With one target column y is ``(horizon,)``
+            (seq2seq: ``(window, horizon)``), else it has a trailing target axis.
+        normalize: subtract the training period's mean and divide by its std
+            (x and y alike); :meth:`SeriesData.denormalize` undoes it.
+        stride: steps between consecutive window starts.
+    """
+    array, columns, labels = _as_array(values, name)
+    for arg, value in (("window", window), ("horizon", horizon), ("stride", stride)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{arg} must be a positive integer, got {value!r}.")
+    target_columns = _target_columns(targets, columns, name)
+    length = len(array)
+    if length < window + horizon:
+        raise DataError(
+            f"{name}: the series has {length} steps, too short for window={window} + horizon={horizon} "
+            f"(needs at least {window + horizon})."
+        )
+    bounds = splits_lib.chronological_bounds(length, {"validation": validation_split, "test": test_split})
+    train_lo, train_hi = bounds[splits_lib.TRAIN]
+    if normalize:
+        mean = array[train_lo:train_hi].mean(axis=0)
+        std = array[train_lo:train_hi].std(axis=0)
+        std = np.where(std > 0, std, 1.0)
+    else:
+        mean, std = np.zeros(array.shape[1]), np.ones(array.shape[1])
+
+    all_starts = np.arange(0, length - window - horizon + 1, stride)
+    first_target = all_starts + (1 if seq2seq else window)
+    last_target = all_starts + window + horizon - 1
+    normalized = tf.constant(((array - mean) / std).astype(np.float32))
+    starts, parts = {}, {}
+    for split, (lo, hi) in bounds.items():
+        split_starts = all_starts[(first_target >= lo) & (last_target < hi)]
+        if len(split_starts) == 0:
+            raise DataError(
+                f"{name}: the {split} period (steps {lo}..{hi - 1}, {hi - lo} steps) holds no complete "
+                f"window target: window={window}, horizon={horizon}. Use a larger {split} fraction, a "
+                "shorter window/horizon or a longer series."
+            )
+        starts[split] = split_starts
+        parts[split] = (_windows(normalized, split_starts, window, horizon, target_columns, seq2seq), len(split_starts))
+    return SeriesData(
+        name=name,
+        parts=parts,
+        input_shape=(window, array.shape[1]),
+        num_classes=None,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        cache=cache,
+        drop_remainder=drop_remainder,
+        repeat=repeat,
+        window=int(window),
+        horizon=int(horizon),
+        seq2seq=bool(seq2seq),
+        stride=int(stride),
+        columns=tuple(columns),
+        target_columns=tuple(target_columns),
+        mean=mean,
+        std=std,
+        values=array,
+        bounds=bounds,
+        starts=starts,
+    )
+
+
+def naive_forecast_mae(data, split: str = "test", *, data_dir=None) -> float:
+    """MAE of the naive last-value forecast on `split`'s windows, in original units.
+
+    `data` is a :class:`SeriesData` or the name of a registered series
+    dataset (``"sunspots"``, ``"co2"``).
+    """
+    if isinstance(data, str):
+        from zoo.data import loading  # lazy: loading imports the registry, which imports this module
+
+        data = loading.load_data(data, data_dir=data_dir)
+    if not isinstance(data, SeriesData):
+        raise TypeError(f"naive_forecast_mae expects SeriesData or a series dataset name, got {type(data).__name__}.")
+    return data.naive_mae(split)
+
+
+def _as_array(values, name):
+    """``(float64 array (time, features), column names, time labels or None)``, checked."""
+    import pandas as pd
+
+    labels = None
+    if isinstance(values, pd.Series):
+        columns, labels = [str(values.name) if values.name is not None else "value"], values.index
+        raw = values.to_frame()
+    elif isinstance(values, pd.DataFrame):
+        columns, labels, raw = [str(c) for c in values.columns], values.index, values
+    else:
+        arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2:
+            raise ValueError(f"{name}: a series must be 1-D (time,) or 2-D (time, features), got shape {arr.shape}.")
+        columns = [str(i) for i in range(arr.shape[1])]
+        raw = pd.DataFrame(arr, columns=columns)
+    if raw.shape[1] == 0 or len(raw) == 0:
+        raise DataError(f"{name}: the series is empty.")
+    out = np.empty(raw.shape, dtype=np.float64)
+    for j in range(raw.shape[1]):
+        col = raw.iloc[:, j]
+        numeric = pd.to_numeric(col, errors="coerce")
+        bad = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
+        if len(bad):
+            i = int(bad[0])
+            raise DataError(
+                f"{name}: non-numeric value {col.iloc[i]!r} at position {i}{_at(labels, i)}"
+                f"{_in_column(columns, j)}."
+            )
+        out[:, j] = numeric.to_numpy(dtype=np.float64)
+    missing = np.argwhere(~np.isfinite(out))
+    if len(missing):
+        i, j = (int(v) for v in missing[0])
+        raise DataError(
+            f"{name}: NaN or infinite value at position {i}{_at(labels, i)}{_in_column(columns, j)} "
+            f"({len(missing)} in all). Fill the gaps first, e.g. with pandas' interpolate()."
+        )
+    return out, columns, labels
+
+
+def _at(labels, i):
+    import pandas as pd
+
+    if labels is None or isinstance(labels, pd.RangeIndex):
+        return ""  # the position says it all
+    return f" (index {labels[i]})"
+
+
+def _in_column(columns, j):
+    return f" in column {columns[j]!r}" if len(columns) > 1 else ""
+
+
+def _target_columns(targets, columns, name):
+    if targets is None:
+        return list(range(len(columns)))
+    if isinstance(targets, (str, int, np.integer)):
+        targets = [targets]
+    out = []
+    for t in targets:
+        if isinstance(t, str):
+            if t not in columns:
+                from zoo.errors import suggest
+
+                raise DataError(
+                    f"{name} has no column {t!r}. Did you mean: {', '.join(suggest(t, columns, n=3))}? "
+                    f"Columns: {', '.join(columns)}."
+                )
+            out.append(columns.index(t))
+        elif isinstance(t, (int, np.integer)) and not isinstance(t, bool) and 0 <= t < len(columns):
+            out.append(int(t))
+        else:
+            raise ValueError(f"targets must be column names or indices in [0, {len(columns)}), got {t!r}.")
+    return out
+
+
+def _windows(normalized, starts, window, horizon, target_columns, seq2seq):
+    """Unbatched ``(x, y)`` windows gathered from one tensor by start position."""
+    targets = tf.gather(normalized, target_columns, axis=1)
+    squeeze = len(target_columns) == 1
+    x_offsets = tf.range(window)
+    if seq2seq:
+        y_offsets = 1 + tf.range(window)[:, None] + tf.range(horizon)[None, :]
+    else:
+        y_offsets = window + tf.range(horizon)
+
+    def example(start):
+        start = tf.cast(start, tf.int32)
+        x = tf.gather(normalized, start + x_offsets)
+        y = tf.gather(targets, start + y_offsets)
+        return x, (y[..., 0] if squeeze else y)
+
+    return tf.data.Dataset.from_tensor_slices(starts.astype(np.int32)).map(example, num_parallel_calls=tf.data.AUTOTUNE)
