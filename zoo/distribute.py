@@ -6,10 +6,10 @@ Modelled on Model Garden's `get_distribution_strategy`.
 from __future__ import annotations
 
 import functools
-import json
-import os
 
 import tensorflow as tf
+
+from zoo import multi_worker
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -52,12 +52,17 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
     - auto: `MirroredStrategy` over all GPUs when any is visible, else the default strategy.
     - one_device: `OneDeviceStrategy` on the first GPU, else the CPU.
     - mirrored: `MirroredStrategy` over all GPUs, or else over all logical CPUs (see `split_cpu`).
-    - multi_worker: `MultiWorkerMirroredStrategy`, configured through `TF_CONFIG`.
+    - multi_worker: `MultiWorkerMirroredStrategy`, configured through `TF_CONFIG` (see
+      `zoo.multi_worker`: validation, a bounded wait for the other workers, the Keras fixes).
     - tpu: `TPUStrategy` through `TPUClusterResolver`; a clear error where there is no TPU.
     - parameter_server: rejected: Keras 3's `fit` does not support it.
     """
     if name not in STRATEGIES:
         raise UnknownNameError("strategy", name, STRATEGIES)
+    if name == "multi_worker":
+        # Before anything lists devices: the cluster must be set up before TF initializes.
+        # Checks TF_CONFIG, patches Keras' fit where still needed, fails in bounded time.
+        return _multi_worker()
     gpus = tf.config.list_logical_devices("GPU")
     if name == "auto":
         return _mirrored(tuple(d.name for d in gpus)) if gpus else tf.distribute.get_strategy()
@@ -66,11 +71,6 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
     if name == "mirrored":
         devices = tuple(d.name for d in (gpus or tf.config.list_logical_devices("CPU")))
         return _mirrored(devices)
-    if name == "multi_worker":
-        if "TF_CONFIG" not in os.environ:
-            raise ZooError("strategy 'multi_worker' needs TF_CONFIG describing the cluster and this task.")
-        json.loads(os.environ["TF_CONFIG"])  # fail early on a malformed TF_CONFIG
-        return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
@@ -83,3 +83,23 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
         "strategy 'parameter_server' is not supported: Keras 3's model.fit does not train with "
         "ParameterServerStrategy (it needs the TF2 ClusterCoordinator loop). Use 'multi_worker' instead."
     )
+
+
+_MULTI_WORKER = None
+
+
+def _multi_worker():
+    # One per process: TF's collective ops can be configured only once.
+    global _MULTI_WORKER
+    if _MULTI_WORKER is None:
+        _MULTI_WORKER = multi_worker.create_strategy()
+    return _MULTI_WORKER
+
+
+def is_multi_worker(strategy) -> bool:
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and strategy.extended._in_multi_worker_mode()
+
+
+def is_chief(strategy) -> bool:
+    """Whether this task writes files (checkpoints, logs, exports): always, except non-chief workers."""
+    return multi_worker.is_chief(strategy) if is_multi_worker(strategy) else True

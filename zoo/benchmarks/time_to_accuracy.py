@@ -78,7 +78,7 @@ def run(recipe: str = "mnist_fast", target: float = 0.99, baseline_epochs: int =
     keras.utils.set_random_seed(seed)
     train_ds, _, test_ds = load_splits(config)
     info = zoo.data.dataset_info(config.dataset)
-    model = build_and_compile(config, info.input_shape, info.num_classes, int(train_ds.cardinality()))
+    model = build_and_compile(config, info.input_shape, info.output_units, int(train_ds.cardinality()))
     curves.append(_fit(f"zoo:{recipe}", model, train_ds, test_ds, config.epochs, target, stop_at_target=False))
 
     keras.utils.set_random_seed(seed)

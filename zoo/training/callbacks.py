@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import keras
+import numpy as np
+
+from zoo.errors import ZooError
 
 
 class WallClock(keras.callbacks.Callback):
@@ -24,7 +31,8 @@ class WallClock(keras.callbacks.Callback):
         self.epoch_times_s: list[float] = []
 
     def on_train_begin(self, logs=None):
-        self._start = time.perf_counter()
+        # Continues across several `fit` calls (a resumed run finishes its partial epoch first).
+        self._start = time.perf_counter() - self.train_time_s
 
     def on_epoch_end(self, epoch, logs=None):
         elapsed = time.perf_counter() - self._start
@@ -39,6 +47,137 @@ class WallClock(keras.callbacks.Callback):
         self.train_time_s = time.perf_counter() - self._start
 
 
+class NonFiniteLossError(ZooError, FloatingPointError):
+    """Training produced a NaN or Inf loss; the message names the step and the last good checkpoint."""
+
+
+class NonFiniteGuard(keras.callbacks.Callback):
+    """Stops training at the first step whose loss is NaN or Inf and remembers which step it was.
+
+    Put it before `ResumableBackup` in the callback list: the backup then never
+    overwrites the last good checkpoint with the broken state.
+    """
+
+    def __init__(self, steps_per_epoch: int | None = None):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+        self.bad_step: int | None = None  # 1-based global step
+        self.bad_where = ""
+        self._epoch = 0
+        self._global_step = 0
+        self.step_offset = 0  # set by the run for a resumed run
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._global_step += 1
+        loss = (logs or {}).get("loss")
+        if self.bad_step is None and loss is not None and not math.isfinite(float(loss)):
+            self.bad_step = self.step_offset + self._global_step
+            self.bad_where = f"epoch {self._epoch + 1}, batch {batch + 1}"
+            self.model.stop_training = True
+
+
+class ResumableBackup(keras.callbacks.Callback):
+    """Saves the whole training state every `save_every` steps and at each epoch end; restores it.
+
+    The state is every variable of `model.training_state_variables()` (weights,
+    optimizer slots and iteration count, hence the learning-rate schedule,
+    train_step feature state) plus the epoch and the step within it, written
+    to `state.npz` through a temporary file and an atomic rename, so a SIGKILL
+    at any moment leaves the previous state intact. Unlike Keras'
+    `BackupAndRestore` it records the position inside an epoch, so a run
+    killed mid-epoch continues from the next batch (see `zoo.training.run`).
+    With `write=False` (a non-chief multi-worker task) it only restores.
+    """
+
+    FILE = "state.npz"
+
+    def __init__(self, backup_dir, steps_per_epoch: int | None, save_every: int | None = 100, write: bool = True,
+                 guard: NonFiniteGuard | None = None):
+        super().__init__()
+        self.backup_dir = Path(backup_dir)
+        self.steps_per_epoch = steps_per_epoch
+        self.save_every = save_every
+        self.write = write
+        self.guard = guard
+        self.epoch = 0
+        self.step_in_epoch = 0
+        self.global_step = 0
+        self.last_saved_step: int | None = None
+        self.finished = False
+
+    @property
+    def path(self) -> Path:
+        return self.backup_dir / self.FILE
+
+    @staticmethod
+    def _state_variables(model):
+        if hasattr(model, "training_state_variables"):
+            return model.training_state_variables()
+        return [*model.weights, *model.optimizer.variables]
+
+    def restore(self, model) -> dict | None:
+        """Loads the saved state into `model` (built and compiled); returns the position, or None."""
+        if not self.path.is_file():
+            return None
+        with np.load(self.path) as data:
+            meta = json.loads(str(data["meta"]))
+            values = [data[f"v{i}"] for i in range(meta["count"])]
+        variables = self._state_variables(model)
+        shapes = [tuple(v.shape) for v in variables]
+        if len(values) != len(variables) or any(tuple(a.shape) != s for a, s in zip(values, shapes)):
+            raise ZooError(
+                f"The backup {str(self.path)!r} was written by a different model or training setup "
+                f"({len(values)} saved variables, this run has {len(variables)}). Delete it to start over."
+            )
+        for v, a in zip(variables, values):
+            v.assign(a)
+        self.epoch, self.step_in_epoch, self.global_step = meta["epoch"], meta["step_in_epoch"], meta["global_step"]
+        self.last_saved_step = self.global_step
+        return meta
+
+    def save(self):
+        if not self.write:
+            return
+        values = [np.asarray(keras.ops.convert_to_numpy(v)) for v in self._state_variables(self.model)]
+        if not all(np.isfinite(a).all() for a in values if a.dtype.kind == "f"):
+            return  # never replace a good checkpoint with a broken state
+        meta = {"epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "global_step": self.global_step,
+                "count": len(values)}
+        self.backup_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.backup_dir / f".{self.FILE}.tmp"
+        with open(tmp, "wb") as f:
+            np.savez(f, meta=json.dumps(meta), **{f"v{i}": a for i, a in enumerate(values)})
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self.last_saved_step = self.global_step
+
+    def _tripped(self) -> bool:
+        return self.guard is not None and self.guard.bad_step is not None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._tripped():
+            return
+        self.global_step += 1
+        self.step_in_epoch += 1
+        if self.save_every and self.global_step % self.save_every == 0:
+            self.save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._tripped():
+            return
+        self.epoch, self.step_in_epoch = epoch + 1, 0
+        self.save()
+
+    def cleanup(self):
+        """Removes the backup after a finished run (nothing left to resume)."""
+        if self.write and self.backup_dir.exists():
+            shutil.rmtree(self.backup_dir)
+
+
 def standard_callbacks(
     run_dir: Path,
     *,
@@ -47,14 +186,14 @@ def standard_callbacks(
     early_stopping: int | None = None,
     write_files: bool = True,
 ) -> list[keras.callbacks.Callback]:
-    """Best-weights checkpoint, BackupAndRestore, TensorBoard, CSV history, optional early stopping.
+    """Best-weights checkpoint, TensorBoard, CSV history, optional early stopping.
 
-    `run_dir` gets `best.keras`, `backup/` (re-running the same command after an
-    interruption resumes from it), `logs/` and `history.csv`. With
+    `run_dir` gets `best.keras`, `logs/` and `history.csv` (the resumable
+    `backup/` is `ResumableBackup`'s, added by the run). With
     `write_files=False` (a non-chief multi-worker task) only the in-memory
-    callbacks are returned, plus BackupAndRestore which every worker needs.
+    callbacks are returned.
     """
-    callbacks: list[keras.callbacks.Callback] = [keras.callbacks.BackupAndRestore(str(run_dir / "backup"))]
+    callbacks: list[keras.callbacks.Callback] = []
     if write_files:
         callbacks += [
             keras.callbacks.ModelCheckpoint(str(run_dir / "best.keras"), monitor=monitor, mode=mode, save_best_only=True),

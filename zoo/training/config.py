@@ -21,6 +21,7 @@ RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
 DEFAULT_RECIPE = "mnist_fast"
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
+MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass
@@ -53,6 +54,22 @@ class TrainConfig:
     recipe: str | None = None
     description: str = ""
     verbose: int | None = None
+    # train_step features (zoo.training.features); the defaults switch them all off.
+    accumulation_steps: int = 1
+    clip_norm: float | None = None
+    mixed_precision: str | None = None  # "mixed_float16" or "mixed_bfloat16"
+    sam_rho: float | None = None
+    teacher: str | None = None  # a .keras file to distill from
+    distill_alpha: float = 0.5
+    distill_temperature: float = 4.0
+    mixup_alpha: float = 0.0
+    cutmix_alpha: float = 0.0
+    ema_decay: float | None = None
+    gradient_checkpointing: bool = False
+    # Reproducibility and safety.
+    deterministic: bool = False  # with `seed`: bitwise identical runs
+    backup_every: int | None = 100  # resumable backup every N steps (and at each epoch end)
+    sanity_check: bool = False  # overfit one batch before training (zoo.check.overfit_batch)
 
     def validate(self) -> None:
         """Checks every name and number before any work starts (nothing is written)."""
@@ -60,6 +77,29 @@ class TrainConfig:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{field} must be a positive integer. Received: {field}={value!r}")
+        steps = self.accumulation_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"accumulation_steps must be an integer >= 1. Received: accumulation_steps={steps!r}")
+        for field in ("clip_norm", "sam_rho", "backup_every"):
+            value = getattr(self, field)
+            if value is not None and not value > 0:
+                raise ValueError(f"{field} must be > 0 (or unset). Received: {field}={value!r}")
+        for field in ("mixup_alpha", "cutmix_alpha"):
+            if not getattr(self, field) >= 0:
+                raise ValueError(f"{field} must be >= 0. Received: {field}={getattr(self, field)!r}")
+        if self.ema_decay is not None and not 0 < self.ema_decay < 1:
+            raise ValueError(f"ema_decay must be in (0, 1). Received: ema_decay={self.ema_decay!r}")
+        if not 0 <= self.distill_alpha <= 1 or not self.distill_temperature > 0:
+            raise ValueError(
+                f"distill_alpha must be in [0, 1] and distill_temperature > 0. "
+                f"Received: {self.distill_alpha!r}, {self.distill_temperature!r}"
+            )
+        if self.mixed_precision is not None and self.mixed_precision not in MIXED_PRECISION:
+            raise UnknownNameError("mixed precision policy", self.mixed_precision, MIXED_PRECISION)
+        if self.teacher is not None and not Path(self.teacher).is_file():
+            raise ValueError(f"teacher must be a saved .keras model file. Received: teacher={self.teacher!r} (not a file)")
+        if self.deterministic and self.seed is None:
+            raise ValueError("deterministic=True needs a seed (--seed N): determinism fixes the order of ops, not the seed.")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0. Received: lr={self.lr}")
         if not 0 <= self.warmup_fraction < 1:

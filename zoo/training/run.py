@@ -10,6 +10,7 @@ same run can be started from Python:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
@@ -19,9 +20,17 @@ import tensorflow as tf
 import zoo.data
 from zoo import distribute
 from zoo.architectures import registry
+from zoo.errors import ZooError
 from zoo.fileio import ensure_dir
-from zoo.training import augment, baselines
-from zoo.training.callbacks import WallClock, default_verbose, standard_callbacks
+from zoo.training import augment, baselines, features
+from zoo.training.callbacks import (
+    NonFiniteGuard,
+    NonFiniteLossError,
+    ResumableBackup,
+    WallClock,
+    default_verbose,
+    standard_callbacks,
+)
 from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
 
@@ -37,6 +46,7 @@ class TrainResult:
     time_to_target_s: float | None
     export_path: Path | None
     run_dir: Path
+    resumed_from: dict | None = None  # the backup position this run continued from
 
 
 def cosine_with_warmup(lr: float, total_steps: int, warmup_fraction: float):
@@ -75,15 +85,31 @@ def resolve_jit_compile(setting: str | bool) -> bool:
     return setting
 
 
+def load_teacher(config: TrainConfig):
+    """The distillation teacher named by `config.teacher` (a .keras file), or None."""
+    if not config.teacher:
+        return None
+    teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
+    teacher.trainable = False
+    return teacher
+
+
 def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None) -> keras.Model:
-    """The registry model for `config`, compiled for its task (call inside a strategy scope)."""
-    model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
+    """The registry model for `config`, compiled for its task with its train_step features.
+
+    Call inside a strategy scope. The learning-rate schedule counts optimizer
+    updates, so with gradient accumulation an epoch is steps/k updates.
+    """
+    with features.policy_scope(config.mixed_precision):
+        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
     task = get_task(registry.get_spec(config.model).task)
+    updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     model.compile(
-        optimizer=make_optimizer(config, steps_per_epoch),
+        optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.loss(),
         metrics=task.metrics(),
         jit_compile=resolve_jit_compile(config.jit_compile),
+        features=features.from_config(config, teacher=load_teacher(config)),
     )
     return model
 
@@ -111,53 +137,130 @@ def train(config: TrainConfig) -> TrainResult:
     augment.parse(config.augment)
     if config.baseline:
         baselines.get(config.baseline)
+    # The strategy first: a multi-worker cluster must be set up before anything initializes TF.
+    strategy = distribute.strategy(config.strategy)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)
-    strategy = distribute.strategy(config.strategy)
+    if config.deterministic:
+        # Fixed op order and algorithms; with the seed this makes runs bitwise identical.
+        tf.config.experimental.enable_op_determinism()
+    is_chief = distribute.is_chief(strategy)
     info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
     train_ds, val_ds, test_ds = load_splits(config)
 
     steps_per_epoch = int(train_ds.cardinality())
     if steps_per_epoch == 0:
         raise ValueError(f"Split {config.train_split!r} of {config.dataset!r} is empty.")
+    exact_resume = steps_per_epoch > 0
     if steps_per_epoch < 0:  # unknown cardinality
         n = info.splits.get(config.train_split)
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
     with strategy.scope():
-        model = build_and_compile(config, info.input_shape, info.num_classes, steps_per_epoch)
+        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch)
+
+    if config.sanity_check:
+        from zoo import check
+
+        report = check.overfit_batch(model, next(iter(train_ds)))
+        if not report.passed:
+            raise ZooError(f"Sanity check failed: {report}")
+        print(f"sanity check: {report}")
 
     task = get_task(registry.get_spec(config.model).task)
     monitor = f"val_{task.monitor}" if val_ds is not None else task.monitor
     clock = WallClock(monitor=monitor, target=config.target, mode=task.mode)
-    run_dir = ensure_dir(config.run_dir)
-    callbacks = standard_callbacks(run_dir, monitor=monitor, mode=task.mode, early_stopping=config.early_stopping)
+    run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
+    guard = NonFiniteGuard(steps_per_epoch)
+    backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
+                             write=is_chief, guard=guard)
+    resumed = backup.restore(model)
+    guard.step_offset = backup.global_step
+    callbacks = [
+        guard,
+        backup,
+        *standard_callbacks(run_dir, monitor=monitor, mode=task.mode, early_stopping=config.early_stopping,
+                            write_files=is_chief),
+        *model.feature_callbacks(),
+        clock,
+    ]
     verbose = default_verbose() if config.verbose is None else config.verbose
-    # shuffle=False: the train pipeline already reshuffles every epoch (Keras would only warn).
-    history = model.fit(
-        train_ds,
-        epochs=config.epochs,
-        validation_data=val_ds,
-        callbacks=[*callbacks, clock],
-        verbose=verbose,
-        shuffle=False,
-    )
+    fit = functools.partial(model.fit, validation_data=val_ds, callbacks=callbacks, verbose=verbose, shuffle=False)
+    history = _fit_from(fit, lambda: load_splits(config)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
+                        backup.step_in_epoch, multi_worker=distribute.is_multi_worker(strategy))
+
+    if guard.bad_step is not None:
+        last = (f"{backup.path} (saved after step {backup.last_saved_step}; kept, re-running the same command "
+                f"resumes from it)" if backup.last_saved_step else "none (no step was saved before it)")
+        raise NonFiniteLossError(
+            f"The training loss became NaN/Inf at step {guard.bad_step} ({guard.bad_where}); training stopped. "
+            f"Last good checkpoint: {last}. Lower the learning rate, clip gradients (--clip-norm) or check the data."
+        )
+    for f in model.train_features:
+        if isinstance(f, features.EMA):
+            f.copy_to_model()  # evaluate and export the averaged weights
+    if is_chief:
+        model.save(run_dir / "last.keras")
+    backup.cleanup()
 
     test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0) if test_ds is not None else {}
-    baseline = baselines.run(config) if config.baseline else None
+    baseline = baselines.run(config) if config.baseline and is_chief else None
     export_path = None
-    if config.export_dir:
+    if config.export_dir and is_chief:
         from zoo.deploy import publish_saved_model
 
         export_path = publish_saved_model(model, config.export_dir, config.model)
     return TrainResult(
         config=config,
         model=model,
-        history=history.history,
+        history=history,
         test_metrics={k: float(v) for k, v in test_metrics.items()},
         baseline=baseline,
         train_time_s=clock.train_time_s,
         time_to_target_s=clock.time_to_target_s,
         export_path=export_path,
         run_dir=run_dir,
+        resumed_from=resumed,
     )
+
+
+def _fit_from(fit, make_train_ds, config: TrainConfig, steps_per_epoch: int | None, epoch: int, step_in_epoch: int,
+              multi_worker: bool = False) -> dict:
+    """Runs `fit` from (epoch, step_in_epoch) to `config.epochs`; returns the merged history.
+
+    With a known epoch length the data is one repeated stream (epoch e's
+    shuffle order is the e-th repetition's, fixed by the seed) and a resumed
+    run skips the batches already trained on, so it sees exactly the batches
+    an uninterrupted run would. A run killed mid-epoch first finishes that
+    epoch (a `fit` of the remaining steps), then runs the rest. Each `fit`
+    gets a freshly built dataset: a seeded shuffle's order depends on how many
+    times that dataset object has been iterated before.
+    """
+    if epoch >= config.epochs:
+        return {}
+    if steps_per_epoch is None:  # unknown length: resume at epoch granularity
+        return fit(make_train_ds(), initial_epoch=epoch, epochs=config.epochs).history
+
+    def stream(skip):
+        ds = make_train_ds().repeat().skip(skip)
+        if multi_worker:
+            # Every worker builds the same stream; each takes its replicas' share of every global batch.
+            options = tf.data.Options()
+            options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+            ds = ds.with_options(options)
+        return ds
+
+    done = epoch * steps_per_epoch + step_in_epoch
+    histories = []
+    if step_in_epoch:
+        histories.append(fit(stream(done), initial_epoch=epoch, epochs=epoch + 1,
+                             steps_per_epoch=steps_per_epoch - step_in_epoch).history)
+        epoch, done = epoch + 1, (epoch + 1) * steps_per_epoch
+    if epoch < config.epochs:
+        histories.append(fit(stream(done), initial_epoch=epoch, epochs=config.epochs,
+                             steps_per_epoch=steps_per_epoch).history)
+    merged: dict = {}
+    for h in histories:
+        for k, v in h.items():
+            merged.setdefault(k, []).extend(v)
+    return merged

@@ -29,9 +29,9 @@ TASKS = {
         monitor="mae",
         mode="min",
     ),
-    # Next-token cross-entropy; perplexity is exp(loss).
+    # Next-token cross-entropy on the logits language models return; perplexity is exp(loss).
     "language_model": Task(
-        loss=keras.losses.SparseCategoricalCrossentropy,
+        loss=lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         monitor="loss",
         mode="min",

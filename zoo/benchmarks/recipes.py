@@ -1,0 +1,71 @@
+"""Runs recipes in full and records whether each reaches its target (issue: the zoo, recipes table).
+
+Results go to benchmarks/results/recipes.json and recipes.md; CI does not run this.
+"""
+
+from __future__ import annotations
+
+import time
+
+from zoo.architectures import registry
+from zoo.training import list_recipes, load_recipe, train
+from zoo.training.tasks import get_task
+
+
+def run_one(name: str, **overrides) -> dict:
+    config = load_recipe(name, export_dir=None, **overrides)
+    task = get_task(registry.get_spec(config.model).task)
+    start = time.perf_counter()
+    result = train(config)
+    wall = time.perf_counter() - start
+    value = result.test_metrics.get(task.monitor)
+    row = {
+        "recipe": name,
+        "model": config.model,
+        "dataset": config.dataset,
+        "epochs": config.epochs,
+        "metric": f"test {task.monitor}",
+        "value": value,
+        "target": config.target,
+        "train_time_s": round(result.train_time_s, 1),
+        "wall_time_s": round(wall, 1),
+        "baseline": result.baseline,
+    }
+    row["passed"] = _passed(row, task.mode)
+    return row
+
+
+def _passed(row: dict, mode: str):
+    """Target met; with a baseline, the recipe's own criterion against it."""
+    value, target, base = row["value"], row["target"], row["baseline"]
+    if value is None:
+        return None
+    ok = True
+    if target is not None:
+        ok &= value >= target if mode == "max" else value <= target
+    if base is not None:
+        margin = base.get("margin", 0.0)
+        ok &= value >= base["value"] - margin if base.get("higher_is_better", True) else value < base["value"]
+    return bool(ok)
+
+
+def run(names=None) -> list[dict]:
+    return [run_one(n) for n in (names or list_recipes())]
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| recipe | model | dataset | epochs | metric | value | target / baseline | passed | train time (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ref = f"{r['target']:g}" if r["target"] is not None else ""
+        if r["baseline"]:
+            ref += f" {r['baseline']['name']}: {r['baseline']['value']:.4f}"
+        value = f"{r['value']:.4f}" if r["value"] is not None else "-"
+        lines.append(
+            f"| {r['recipe']} | {r['model']} | {r['dataset']} | {r['epochs']} | {r['metric']} | {value} | "
+            f"{ref.strip()} | {'yes' if r['passed'] else 'NO'} | {r['train_time_s']} |"
+        )
+    return "\n".join(lines) + "\n"
+
