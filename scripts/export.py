@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Export a `.keras` model as a versioned SavedModel: `python scripts/export.py runs/x/best.keras`.
+"""Export a model to SavedModel, TFLite, TF.js and ONNX, each verified in its runtime, with a report.
 
-A thin wrapper over `zoo export`.
+    python scripts/export.py runs/convnet_bn-mnist/best.keras --quantization float32,int8 --dataset mnist
+
+A thin wrapper over `zoo export` (see `zoo export --help`).
 """
 
 import sys

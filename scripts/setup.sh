@@ -16,6 +16,19 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".$extras"
 
+# tensorflowjs without its dependencies: its declared ones (tensorflow-decision-forests, jax)
+# would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/deploy/_tfjs_shim.py
+# stands in for the two modules it imports but never uses on the SavedModel path.
+"$VENV/bin/python" -m pip install -q --no-deps "tensorflowjs==4.22.0"
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as md
+import onnx  # noqa: F401  (fails if protobuf was downgraded)
+assert md.version("tensorflow").startswith("2.21."), f"TensorFlow changed to {md.version('tensorflow')}"
+PY
+# The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json.
+(cd zoo/deploy/js && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+
 export TF_CPP_MIN_LOG_LEVEL=2
 "$VENV/bin/zoo" data prepare mnist >/dev/null
-echo "setup done: $VENV (activate with 'source $VENV/bin/activate'), MNIST prepared in $("$VENV/bin/python" -c 'import zoo.data; print(zoo.data.default_data_dir())')"
+"$VENV/bin/zoo" data prepare moby_dick >/dev/null   # public-domain text for the char-LM recipe
+echo "setup done: $VENV (activate with 'source $VENV/bin/activate'), MNIST and Moby-Dick prepared in $("$VENV/bin/python" -c 'import zoo.data; print(zoo.data.default_data_dir())')"

@@ -48,6 +48,27 @@ def _add_train(sub):
     p.add_argument("--jit-compile", choices=("auto", "on", "off"), help="XLA (auto: on accelerators only)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
+    f = p.add_argument_group("train_step features (zoo.training.features; they compose)")
+    f.add_argument("--accumulation-steps", type=int, metavar="K", help="accumulate gradients over K micro-batches")
+    f.add_argument("--clip-norm", type=float, help="clip the global-batch gradient to this global norm")
+    f.add_argument("--mixed-precision", metavar="POLICY", help="mixed_float16 (dynamic loss scaling) or mixed_bfloat16")
+    f.add_argument("--sam-rho", type=float, help="sharpness-aware minimization with this radius (e.g. 0.05)")
+    f.add_argument("--teacher", metavar="MODEL.keras", help="distill from this saved model")
+    f.add_argument("--distill-alpha", type=float, help="weight of the hard-label loss (default 0.5)")
+    f.add_argument("--distill-temperature", type=float, help="softmax temperature (default 4)")
+    f.add_argument("--mixup", type=float, metavar="ALPHA", dest="mixup_alpha", help="mixup with Beta(ALPHA, ALPHA)")
+    f.add_argument("--cutmix", type=float, metavar="ALPHA", dest="cutmix_alpha", help="cutmix with Beta(ALPHA, ALPHA)")
+    f.add_argument("--ema-decay", type=float, help="keep an EMA of the weights; evaluate and export it")
+    f.add_argument("--gradient-checkpointing", action="store_true", default=None, help="recompute activations in backward")
+    r = p.add_argument_group("reproducibility, resume, checks, multi-worker")
+    r.add_argument("--deterministic", action="store_true", default=None,
+                   help="with --seed: bitwise identical runs (enables op determinism)")
+    r.add_argument("--backup-every", type=_positive_int, metavar="STEPS",
+                   help="save the resumable state every STEPS steps (default 100) and at each epoch end")
+    r.add_argument("--sanity-check", action="store_true", default=None,
+                   help="first check the model can overfit one batch (zoo.check.overfit_batch)")
+    r.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
     p.set_defaults(func=_cmd_train)
 
 
@@ -77,6 +98,12 @@ def train_config_from_args(args):
         "lr": args.lr, "weight_decay": args.weight_decay, "optimizer": args.optimizer, "strategy": args.strategy,
         "out": args.out, "seed": args.seed, "train_split": args.train_split, "early_stopping": args.early_stopping,
         "data_dir": args.data_dir,
+        "accumulation_steps": args.accumulation_steps, "clip_norm": args.clip_norm,
+        "mixed_precision": args.mixed_precision, "sam_rho": args.sam_rho, "teacher": args.teacher,
+        "distill_alpha": args.distill_alpha, "distill_temperature": args.distill_temperature,
+        "mixup_alpha": args.mixup_alpha, "cutmix_alpha": args.cutmix_alpha, "ema_decay": args.ema_decay,
+        "gradient_checkpointing": args.gradient_checkpointing, "deterministic": args.deterministic,
+        "backup_every": args.backup_every, "sanity_check": args.sanity_check,
     }
     changes = {k: v for k, v in flags.items() if v is not None}
     for key in ("val_split", "test_split", "export_dir"):
@@ -92,7 +119,30 @@ def train_config_from_args(args):
     return config.replace(**changes)
 
 
+def _strip_workers(argv):
+    out, skip = [], False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == "--workers":
+            skip = True
+        elif not item.startswith("--workers="):
+            out.append(item)
+    return out
+
+
 def _cmd_train(args) -> int:
+    if args.workers and args.workers > 1 and "TF_CONFIG" not in os.environ:
+        from zoo import multi_worker
+
+        argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
+        if argv and argv[0] == "train":
+            argv = argv[1:]
+        if "--strategy" in argv:
+            i = argv.index("--strategy")
+            del argv[i:i + 2]
+        train_config_from_args(args).validate()  # bad input fails here, before any worker starts
+        return multi_worker.launch(argv, args.workers)
     if args.cpu_replicas:
         from zoo import distribute
 
@@ -104,6 +154,9 @@ def _cmd_train(args) -> int:
     print()
     print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.dataset})")
     print(f"run directory:        {result.run_dir}")
+    if result.resumed_from:
+        r = result.resumed_from
+        print(f"resumed from:         epoch {r['epoch'] + 1}, step {r['step_in_epoch']} (global step {r['global_step']})")
     if result.export_path:
         print(f"export path:          {result.export_path}")
     for key, value in result.test_metrics.items():
@@ -135,34 +188,75 @@ def _cmd_recipes(args) -> int:
 
 
 def _add_export(sub):
-    p = sub.add_parser("export", help="export a .keras model (or a registry name, untrained) as a versioned SavedModel")
-    p.add_argument("model", help="path to a .keras file, or a registry name")
-    p.add_argument("--export-dir", default="saved_models")
-    p.add_argument("--name", default=None, help="served model name (default: the model's name)")
-    p.add_argument("--version", type=_positive_int, default=None)
-    p.add_argument("--keep", type=_positive_int, default=None, help="keep only the newest N versions")
+    from zoo.deploy.formats import DEFAULT_FORMATS, DEFAULT_ONNX_OPSET, TFJS_WEIGHTS, TFLITE_PRECISIONS
+
+    p = sub.add_parser(
+        "export",
+        help="export to SavedModel, TFLite, TF.js and ONNX, verify each in its runtime, write a report",
+        description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input.",
+    )
+    p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
+    p.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help=f"comma-separated: {', '.join(DEFAULT_FORMATS)}")
+    p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
+    p.add_argument("--quantization", default=None, help=f"TFLite precisions, comma-separated: {', '.join(TFLITE_PRECISIONS)}")
+    p.add_argument("--int8-io", action="store_true", default=None, help="full int8 TFLite with int8 input/output")
+    p.add_argument("--calibration-samples", type=_positive_int, default=None, help="int8 calibration inputs (200)")
+    p.add_argument("--sequence-length", type=_positive_int, default=None, help="static time axis of unrolled RNNs")
+    p.add_argument("--weight-quantization", default=None, help=f"TF.js weights: {', '.join(TFJS_WEIGHTS)}")
+    p.add_argument("--opset", type=int, default=None, help=f"ONNX opset (default {DEFAULT_ONNX_OPSET})")
+    p.add_argument("--dataset", default=None,
+                   help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
+    p.add_argument("--train-split", default="train")
+    p.add_argument("--test-split", default="test")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
+    p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
+    p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
+    p.add_argument("--export-dir", default=None, help="TF Serving base dir for the SavedModel (default <out>/saved_model)")
+    p.add_argument("--version", type=_positive_int, default=None, help="SavedModel version")
+    p.add_argument("--keep", type=_positive_int, default=None, help="keep only the newest N SavedModel versions")
     p.set_defaults(func=_cmd_export)
 
 
 def _load_model(ref: str):
-    import keras
-
     import zoo
+    from zoo.deploy.model_io import load_model_file
 
-    if ref.endswith(".keras") or os.path.exists(ref):
-        if not os.path.isfile(ref):
-            raise SystemExit(f"error: {ref!r} is not a file")
-        return keras.saving.load_model(ref, safe_mode=True)
+    if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
+        return load_model_file(ref)
     return zoo.build(ref)
 
 
+def _export_data(args, quantization: str | None):
+    """(test_data, representative_data, description) from --dataset; int8 calibration only when asked for."""
+    if not args.dataset:
+        return None, None, None
+    import zoo.data
+
+    test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
+    rep = None
+    if quantization and "int8" in [q.strip() for q in quantization.split(",")]:
+        rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
+    return test, rep, f"{args.dataset} {args.test_split} split"
+
+
 def _cmd_export(args) -> int:
-    from zoo.deploy import publish_saved_model
+    import zoo.deploy
 
     model = _load_model(args.model)
-    path = publish_saved_model(model, args.export_dir, args.name, version=args.version, keep=args.keep)
-    print(path)
-    return 0
+    test, rep, description = _export_data(args, args.quantization)
+    out = args.out or os.path.join("exports", model.name)
+    report = zoo.deploy.export(
+        model, out, args.formats, quantization=args.quantization, representative_data=rep, int8_io=args.int8_io,
+        calibration_samples=args.calibration_samples, sequence_length=args.sequence_length,
+        weight_quantization=args.weight_quantization, opset=args.opset, serving_dir=args.export_dir,
+        version=args.version, keep=args.keep, test_data=test, max_eval_samples=args.eval_samples,
+        data_description=description, latency_runs=args.latency_runs, verify=args.verify,
+        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})},
+    )
+    print(report.table())
+    print(f"report: {os.path.join(out, 'report.md')}")
+    return 0 if report.ok else 1
 
 
 def _add_list(sub):
@@ -175,10 +269,14 @@ def _add_list(sub):
 def _cmd_list(args) -> int:
     import zoo
 
+    from zoo.deploy.matrix import exports_cell, load_results
+
     rows = [zoo.model_info(n) for n in zoo.list_models(args.pattern, family=args.family)]
+    exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)
     header = ("name", "family", "params", "input", "exports", "reference")
     table = [header] + [
-        (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), "-", i.paper.split(",")[0])
+        (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), exports_cell(i.name, exports),
+         i.paper.split(",")[0])
         for i in rows
     ]
     widths = [max(len(r[c]) for r in table) for c in range(len(header))]
@@ -238,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # `zoo train --workers N` relaunches it
     from zoo.errors import ZooError
 
     try:

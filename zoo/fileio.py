@@ -16,6 +16,13 @@ from pathlib import Path
 TMP_PREFIX = ".tmp-"
 
 
+def _default_mode(directory: bool) -> int:
+    """The mode a plain open()/mkdir() would give under the current umask (mkstemp/mkdtemp use 0600/0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
 def check_dir_creatable(path) -> Path:
     """Raises `NotADirectoryError` if a file stands where `path` or a parent would be; creates nothing."""
     path = Path(path)
@@ -43,6 +50,7 @@ def atomic_dir(final: Path | str, *, exist_ok: bool = False):
     final = Path(final)
     ensure_dir(final.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{final.name}-", dir=final.parent))
+    os.chmod(tmp, _default_mode(directory=True))  # artifacts must be readable by servers running as other users
     try:
         yield tmp
         if final.exists():
@@ -65,6 +73,7 @@ def atomic_write_text(path: Path | str, text: str) -> Path:
     ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
     try:
+        os.chmod(tmp, _default_mode(directory=False))
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -16,10 +16,10 @@ import tensorflow as tf
 SIGNATURE_KEY = "serving_default"
 
 
-def input_specs(model: keras.Model) -> list[tf.TensorSpec]:
-    """One `TensorSpec` per model input: its layer's name and a dynamic batch axis."""
+def input_specs(model: keras.Model, batch_size: int | None = None) -> list[tf.TensorSpec]:
+    """One `TensorSpec` per model input: its layer's name and a dynamic (or the given) batch axis."""
     return [
-        tf.TensorSpec((None, *t.shape[1:]), t.dtype, name=t._keras_history.operation.name) for t in model.inputs
+        tf.TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=t._keras_history.operation.name) for t in model.inputs
     ]
 
 
@@ -33,15 +33,16 @@ def serving_fn(model: keras.Model):
     return serve
 
 
-def export_saved_model(model: keras.Model, path: Path | str) -> Path:
+def export_saved_model(model: keras.Model, path: Path | str, batch_size: int | None = None) -> Path:
     """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
 
     `path` must not exist yet; see `zoo.deploy.serving_layout.publish` for
-    the versioned, atomic TF Serving layout.
+    the versioned, atomic TF Serving layout. `batch_size` fixes the batch
+    axis (TFLite's route for RNNs); by default it is dynamic.
     """
     path = Path(path)
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint(SIGNATURE_KEY, serving_fn(model), input_signature=input_specs(model))
+    archive.add_endpoint(SIGNATURE_KEY, serving_fn(model), input_signature=input_specs(model, batch_size))
     archive.write_out(str(path), verbose=False)
     return path

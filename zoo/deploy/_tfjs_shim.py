@@ -1,0 +1,47 @@
+"""Imports the tensorflowjs SavedModel converter without its unused heavy dependencies.
+
+`pip install tensorflowjs` would pull in tensorflow-decision-forests and jax,
+which downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo installs it
+with `--no-deps` (scripts/setup.sh) plus tf-keras and tensorflow-hub, which the
+converter really uses. It still imports two modules at load time that the
+SavedModel path never calls:
+- `tensorflow_decision_forests` (tf_saved_model_conversion_v2.py, for TF-DF ops);
+- `tensorflowjs.converters.jax_conversion` (converters/__init__.py, needs jax).
+Placeholders for exactly those two are registered here, nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+
+def _placeholder(name: str, **attrs) -> None:
+    if name in sys.modules:
+        return
+    try:
+        if importlib.util.find_spec(name) is not None and name != "tensorflowjs.converters.jax_conversion":
+            return  # the real package is installed: use it
+    except (ImportError, ValueError):
+        pass
+    module = types.ModuleType(name)
+    module.__doc__ = "zoo placeholder: not installed, not used on the SavedModel conversion path."
+    module.__dict__.update(attrs)
+    sys.modules[name] = module
+
+
+def _jax_unavailable(*args, **kwargs):
+    raise RuntimeError("JAX conversion is not available: zoo installs tensorflowjs without jax.")
+
+
+def convert_tf_saved_model():
+    """`tensorflowjs.converters.tf_saved_model_conversion_v2.convert_tf_saved_model`."""
+    _placeholder("tensorflow_decision_forests")
+    try:
+        import jax  # noqa: F401  (real jax present: let tensorflowjs import its own module)
+    except ImportError:
+        _placeholder("tensorflowjs.converters.jax_conversion", convert_jax=_jax_unavailable)
+    from tensorflowjs.converters.tf_saved_model_conversion_v2 import convert_tf_saved_model as fn
+
+    return fn

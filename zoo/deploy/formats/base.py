@@ -1,0 +1,147 @@
+"""The interface every format module implements, and what it is handed.
+
+A format module defines two functions:
+
+    convert(job: Job) -> Converted       # writes job.target.path (atomically) and says how
+    load(path: Path, job: Job) -> Runner # the artifact in its real runtime
+
+Both run inside the crash-isolated worker (`zoo.deploy.worker`), so a
+converter or runtime that segfaults only fails its own target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from zoo.fileio import TMP_PREFIX, atomic_dir
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One artifact to write: a format, its variant (e.g. TFLite precision) and where it goes."""
+
+    format: str
+    module: str  # the format's module (from the table), imported by the worker
+    variant: str | None
+    precision: str  # tolerance class: float32, float16 or int8
+    path: str
+    options: dict
+
+    @property
+    def label(self) -> str:
+        return f"{self.format}[{self.variant}]" if self.variant else self.format
+
+
+@dataclasses.dataclass
+class Job:
+    """Everything a conversion and its verification need; plain data, so it can cross processes."""
+
+    target: Target
+    model_path: str  # the model as a .keras file, loaded by the worker
+    work_dir: str  # scratch space on the output's filesystem
+    data: dict  # name -> .npy path: eval_x, eval_y (optional), rep_x (optional), ref_<i> (Keras outputs)
+    output_names: list
+    saved_model_dir: str | None = None  # a SavedModel already written by this export, if any
+    latency_runs: int = 50
+    warmup_runs: int = 5
+    verify: bool = True
+
+    def array(self, name: str) -> np.ndarray | None:
+        path = self.data.get(name)
+        return None if path is None else np.load(path, mmap_mode="r")
+
+    def keras_model(self):
+        """The model, loaded once per worker process."""
+        from zoo.deploy import model_io
+
+        return model_io.cached_model(self.model_path)
+
+    def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
+        """A SavedModel of the model: this export's own, else one written once to the scratch space.
+
+        `variant` names a different graph (e.g. TFLite's fixed-batch or unrolled RNN routes), made
+        from `model` (default: the job's) with `batch_size` (default: dynamic).
+        """
+        if not variant and self.saved_model_dir and os.path.isdir(self.saved_model_dir):
+            return self.saved_model_dir
+        path = os.path.join(self.work_dir, f"saved_model_{variant or 'default'}")
+        if not os.path.isdir(path):  # written atomically, so a complete one from an earlier target
+            from zoo.deploy.saved_model import export_saved_model
+
+            with atomic_dir(path) as tmp:
+                os.rmdir(tmp)
+                export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size)
+        return path
+
+
+@dataclasses.dataclass
+class Converted:
+    """What `convert` reports: the artifact and, where there was a choice, how it was made."""
+
+    path: str
+    route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite
+    attempts: list = dataclasses.field(default_factory=list)  # [{route, error}] of routes that failed first
+    notes: list = dataclasses.field(default_factory=list)
+
+
+class Runner:
+    """An artifact loaded in its runtime. Subclasses implement `predict`."""
+
+    runtime: str = ""
+
+    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """Outputs keyed by output name, for a batch of any size."""
+        raise NotImplementedError
+
+    def latencies_ms(self, x1: np.ndarray, runs: int, warmup: int) -> list[float]:
+        """Wall time of `runs` batch-1 predictions after `warmup` unmeasured ones."""
+        for _ in range(warmup):
+            self.predict(x1)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            self.predict(x1)
+            times.append((time.perf_counter() - t0) * 1e3)
+        return times
+
+
+def median(values) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def predict_in_chunks(fn, x: np.ndarray, chunk: int = 256) -> dict[str, np.ndarray]:
+    """Runs `fn(batch) -> {name: array}` over `x` in chunks and concatenates."""
+    parts: dict[str, list] = {}
+    for start in range(0, len(x), chunk):
+        for name, value in fn(np.ascontiguousarray(x[start : start + chunk])).items():
+            parts.setdefault(name, []).append(np.asarray(value))
+    return {name: np.concatenate(v) for name, v in parts.items()}
+
+
+@contextlib.contextmanager
+def atomic_output(final: Path | str):
+    """Yields a scratch path beside `final`; on success it replaces `final` in one rename.
+
+    For files and directories alike, so readers never see a half-written artifact.
+    """
+    final = Path(final)
+    if not final.suffix:
+        with atomic_dir(final, exist_ok=True) as tmp:
+            yield tmp
+        return
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f"{TMP_PREFIX}{final.name}-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            (shutil.rmtree if tmp.is_dir() else os.unlink)(tmp)

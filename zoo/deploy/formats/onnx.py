@@ -1,0 +1,47 @@
+"""ONNX via tf2onnx, with a dynamic batch axis named "batch", run with onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zoo.deploy import model_io
+from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks
+
+
+def convert(job: Job) -> Converted:
+    import tensorflow as tf
+    import tf2onnx
+
+    model = job.keras_model()
+    name, shape, dtype = model_io.single_input(model)
+    fn = tf.function(lambda x: dict(zip(model.output_names, tf.nest.flatten(model(x, training=False)))))
+    proto, _ = tf2onnx.convert.from_function(
+        fn, input_signature=[tf.TensorSpec((None, *shape), dtype, name=name)], opset=job.target.options["opset"]
+    )
+    for value in [*proto.graph.input, *proto.graph.output]:  # tf2onnx names the free axes unk__N
+        dims = value.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_param = "batch"
+    with atomic_output(job.target.path) as tmp:
+        tmp.write_bytes(proto.SerializeToString())
+    return Converted(job.target.path, notes=[f"opset {job.target.options['opset']}"])
+
+
+class ONNXRunner(Runner):
+    runtime = "onnxruntime (CPUExecutionProvider)"
+
+    def __init__(self, path):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._input = self._session.get_inputs()[0].name
+        self._outputs = [o.name for o in self._session.get_outputs()]
+
+    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        return predict_in_chunks(lambda b: dict(zip(self._outputs, self._session.run(None, {self._input: b}))), x, 1000)
+
+
+def load(path, job: Job) -> Runner:
+    return ONNXRunner(path)

@@ -1,0 +1,159 @@
+"""TFLite (LiteRT): float32, float16, dynamic-range int8 and full int8, builtin ops only.
+
+Recurrent models need a route, because Keras 3's LSTM/GRU/SimpleRNN trace to a
+`tf.while_loop` over TensorLists whose element shape depends on the batch:
+
+- `dynamic_batch`: the plain signature. Used for everything without RNN layers.
+  With RNNs the converter fails ("'tf.TensorListReserve' op requires
+  element_shape to be static"), and the Flex fallback it suggests cannot run in
+  the Python interpreter, so it is not tried.
+- `fixed_batch`: a batch-1 signature (the time axis may stay dynamic). The
+  TensorLists become static and lower to builtin WHILE; float32, float16 and
+  dynamic-range int8 convert. Full int8 on this route segfaults the converter.
+- `unrolled`: the model rebuilt with `unroll=True` and a static time axis, the
+  weights copied. A plain feed-forward graph: every precision, full int8 included,
+  at the price of a fixed sequence length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zoo.deploy import model_io
+from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks
+
+SIGNATURE_KEY = "serving_default"
+
+
+def routes(model, quantization: str) -> list[str]:
+    """Routes to try, in order, for this model and quantization."""
+    if not model_io.recurrent_layers(model):
+        return ["dynamic_batch"]
+    if quantization == "int8":
+        return ["unrolled"]  # fixed_batch + full int8 segfaults the converter
+    return ["fixed_batch", "unrolled"]
+
+
+def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
+    """The SavedModel a route converts from; its `serving_default` keeps the input and output names."""
+    if route == "dynamic_batch":
+        return job.saved_model()
+    if route == "fixed_batch":
+        return job.saved_model("fixed_batch", batch_size=1)
+    if route == "unrolled":
+        variant = "unrolled_" + "x".join(map(str, example_shape))
+        return job.saved_model(variant, model=model_io.unrolled_copy(job.keras_model(), example_shape))
+    raise ValueError(f"Unknown TFLite route {route!r}.")
+
+
+def _converter(saved_model_dir: str):
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[SIGNATURE_KEY])
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    return converter
+
+
+def _representative(job: Job, example_shape):
+    x = job.array("rep_x")
+    n = min(len(x), job.target.options.get("calibration_samples") or 200)
+
+    def gen():
+        for i in range(n):
+            yield [np.asarray(x[i : i + 1], dtype=np.float32).reshape(1, *example_shape)]
+
+    return gen
+
+
+def _quantize(converter, job: Job, example_shape):
+    import tensorflow as tf
+
+    variant = job.target.variant
+    if variant == "float32":
+        return
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    elif variant == "int8":
+        converter.representative_dataset = _representative(job, example_shape)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if job.target.options.get("int8_io"):
+            converter.inference_input_type = tf.int8
+            converter.inference_output_type = tf.int8
+    # dynamic_int8: Optimize.DEFAULT without representative data quantizes the weights only.
+
+
+def convert(job: Job) -> Converted:
+    model = job.keras_model()
+    example_shape = tuple(job.array("eval_x").shape[1:])
+    if job.target.options.get("sequence_length") and model_io.recurrent_layers(model):
+        example_shape = (job.target.options["sequence_length"], *example_shape[1:])
+    attempts = []
+    for route in routes(model, job.target.variant):
+        try:
+            converter = _converter(_saved_model_for(job, route, example_shape))
+            _quantize(converter, job, example_shape)
+            flatbuffer = converter.convert()
+        except Exception as e:  # try the next route; the report keeps why this one failed
+            attempts.append({"route": route, "error": f"{type(e).__name__}: {_last_line(e)}"})
+            continue
+        with atomic_output(job.target.path) as tmp:
+            tmp.write_bytes(flatbuffer)
+        notes = []
+        if route == "fixed_batch":
+            notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
+        if route == "unrolled":
+            notes.append(f"RNN unrolled; input shape fixed to (batch, {', '.join(map(str, example_shape))})")
+        return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
+    raise RuntimeError("no TFLite route converted: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
+
+
+def _last_line(e: Exception) -> str:
+    lines = [line for line in str(e).strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+class TFLiteRunner(Runner):
+    runtime = "ai_edge_litert Interpreter (XNNPACK)"
+
+    def __init__(self, path, xnnpack: bool = True):
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        # XNNPACK is the default delegate of the builtin op resolver.
+        resolver = OpResolverType.AUTO if xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+        self._interpreter = Interpreter(model_path=str(path), num_threads=2, experimental_op_resolver_type=resolver)
+        if not xnnpack:
+            self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
+        self._runner = self._interpreter.get_signature_runner(SIGNATURE_KEY)
+        (self._input, self._in), = self._runner.get_input_details().items()
+        self._outs = self._runner.get_output_details()
+        self.fixed_batch = int(self._in["shape_signature"][0]) if self._in["shape_signature"][0] > 0 else None
+
+    def _invoke(self, x):
+        if self._in["dtype"] == np.int8:
+            scale, zero = self._in["quantization"]
+            x = np.clip(np.round(x / scale + zero), -128, 127).astype(np.int8)
+        out = self._runner(**{self._input: x.astype(self._in["dtype"], copy=False)})
+        for name, detail in self._outs.items():
+            if detail["dtype"] == np.int8:
+                scale, zero = detail["quantization"]
+                out[name] = (out[name].astype(np.float32) - zero) * scale
+        return out
+
+    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        return predict_in_chunks(self._invoke, x, self.fixed_batch or 256)
+
+
+def load(path, job: Job) -> Runner:
+    runner = TFLiteRunner(path)
+    try:
+        runner.predict(np.asarray(job.array("eval_x")[:1]))
+        return runner
+    except RuntimeError as e:
+        # XNNPACK refuses to prepare some full-int8 unrolled RNN graphs calibrated on real data
+        # ("failed to create XNNPACK runtime"); TFLite's own int8 kernels run them.
+        if "XNNPACK" not in str(e):
+            raise
+        runner = TFLiteRunner(path, xnnpack=False)
+        runner.runtime += f"; XNNPACK failed to prepare: {str(e).splitlines()[0][:120]}"
+        return runner

@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+// Runs a TF.js graph model from disk with plain @tensorflow/tfjs.
+//
+// @tensorflow/tfjs-node would be faster but its install downloads a native
+// binary, which offline machines cannot do; so the model is loaded through an
+// IO handler that reads model.json and the weight shards with fs. The
+// WebAssembly backend (its .wasm files ship inside the npm package) is ~7x
+// faster than the pure JS "cpu" backend on a small convnet. The caller retries
+// with backend "cpu" in a fresh process where wasm fails (e.g. Keras RNN
+// graphs with TensorList ops); a failed backend leaves the engine unusable.
+//
+// Usage: node run_tfjs.js REQUEST.json
+// REQUEST: {model_dir, input: {path, dtype, shape}, batch_size, latency_runs, warmup_runs, out_dir, backend}
+// Writes one float32 (little endian) .bin per output and <out_dir>/result.json:
+// {outputs: {name: {shape, file}}, latency_ms: [...], backend, tfjs_version}.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const tf = require("@tensorflow/tfjs");
+require("@tensorflow/tfjs-backend-wasm");
+
+function fileHandler(modelDir) {
+  const modelJson = JSON.parse(fs.readFileSync(path.join(modelDir, "model.json"), "utf8"));
+  return {
+    load: () =>
+      tf.io.getModelArtifactsForJSON(modelJson, async (manifest) => {
+        const specs = [];
+        const buffers = [];
+        for (const group of manifest) {
+          for (const p of group.paths) {
+            const b = fs.readFileSync(path.join(modelDir, p));
+            buffers.push(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+          }
+          specs.push(...group.weights);
+        }
+        return [specs, tf.io.concatenateArrayBuffers(buffers)];
+      }),
+  };
+}
+
+function readInput(spec) {
+  const b = fs.readFileSync(spec.path);
+  const ab = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+  const data = spec.dtype === "int32" ? new Int32Array(ab) : new Float32Array(ab);
+  return { data, shape: spec.shape, dtype: spec.dtype === "int32" ? "int32" : "float32" };
+}
+
+// Outputs as {name: tensor}: predictAsync returns a map keyed by the structured
+// output names ("predictions") when the converter recorded them; otherwise a
+// tensor or array, named after model.outputs.
+function namedOutputs(model, result) {
+  if (result instanceof tf.Tensor) return { [model.outputs[0].name]: result };
+  if (Array.isArray(result)) return Object.fromEntries(result.map((t, i) => [model.outputs[i].name, t]));
+  return result;
+}
+
+// Sync predict where it works; graphs with control flow (RNN while loops) need predictAsync.
+let needsAsync = false;
+async function infer(model, x) {
+  if (!needsAsync) {
+    try {
+      return model.predict(x);
+    } catch (e) {
+      if (!/executeAsync|dynamic|control flow/i.test(e.message)) throw e;
+      needsAsync = true;
+    }
+  }
+  return model.predictAsync(x);
+}
+
+async function main() {
+  const req = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+  await run(req, req.backend || "wasm");
+}
+
+async function run(req, backend) {
+  if (!(await tf.setBackend(backend))) throw new Error(`backend ${backend} is unavailable`);
+  await tf.ready();
+  const model = await tf.loadGraphModel(fileHandler(req.model_dir));
+  const input = readInput(req.input);
+  const n = input.shape[0];
+  const per = input.shape.slice(1).reduce((a, b) => a * b, 1);
+  const bs = req.batch_size || 256;
+  const chunks = {};
+  const shapes = {};
+  for (let start = 0; start < n; start += bs) {
+    const stop = Math.min(n, start + bs);
+    const x = tf.tensor(input.data.subarray(start * per, stop * per), [stop - start, ...input.shape.slice(1)], input.dtype);
+    const out = namedOutputs(model, await infer(model, x));
+    for (const [name, t] of Object.entries(out)) {
+      (chunks[name] = chunks[name] || []).push(await t.data());
+      shapes[name] = [n, ...t.shape.slice(1)];
+      t.dispose();
+    }
+    x.dispose();
+  }
+  fs.mkdirSync(req.out_dir, { recursive: true });
+  for (const [name, parts] of Object.entries(chunks)) {
+    const total = parts.reduce((a, p) => a + p.length, 0);
+    const flat = new Float32Array(total);
+    let off = 0;
+    for (const p of parts) {
+      flat.set(p, off);
+      off += p.length;
+    }
+    const file = `${Object.keys(shapes).indexOf(name)}.bin`;
+    fs.writeFileSync(path.join(req.out_dir, file), Buffer.from(flat.buffer));
+    shapes[name] = { shape: shapes[name], file };
+  }
+  // Batch-1 latency: median of latency_runs after warm-up, done by the caller.
+  const latency = [];
+  const x1 = tf.tensor(input.data.subarray(0, per), [1, ...input.shape.slice(1)], input.dtype);
+  for (let i = 0; i < (req.warmup_runs || 5) + (req.latency_runs || 0); i++) {
+    const t0 = process.hrtime.bigint();
+    const out = namedOutputs(model, await infer(model, x1));
+    for (const t of Object.values(out)) {
+      await t.data();
+      t.dispose();
+    }
+    if (i >= (req.warmup_runs || 5)) latency.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const result = { outputs: shapes, latency_ms: latency, backend: tf.getBackend(), tfjs_version: tf.version.tfjs };
+  fs.writeFileSync(path.join(req.out_dir, "result.json"), JSON.stringify(result));
+}
+
+main().catch((e) => {
+  console.error(e && e.stack ? e.stack : String(e));
+  console.error(`error: ${e && e.message ? e.message : String(e)}`); // the last line: quoted by the caller
+  process.exit(1);
+});

@@ -1,0 +1,83 @@
+"""Every architecture in the zoo, exported to every format: the status matrix `zoo list` shows.
+
+`scripts/export_matrix.py` runs it and commits the result as data
+(`zoo/deploy/export_matrix.json`), as timm commits its results CSVs; the
+tests run the same function over the registry.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from zoo.deploy.formats import DEFAULT_FORMATS, FORMATS
+from zoo.deploy.worker import PASSED, Worker
+from zoo.fileio import atomic_write_text, ensure_dir
+
+RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
+SHORT = {"saved_model": "sm", "tflite": "tflite", "tfjs": "tfjs", "onnx": "onnx"}
+
+
+def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=print, worker=None) -> dict:
+    """{architecture: {format: {status, error?, route?, attempts?}}}, each exported at a small size.
+
+    Untrained weights and random inputs: this checks that every format converts and runs each
+    architecture with Keras's outputs (float32 parity), not accuracy. One worker serves them all
+    (`worker`, or one started and closed here).
+    """
+    import keras
+
+    import zoo
+    from zoo.architectures import registry
+    from zoo.deploy.exporter import export
+
+    out_dir = ensure_dir(out_dir)
+    names = zoo.list_models() if names is None else names
+    own_worker = worker is None
+    worker = worker or Worker(log_path=out_dir / "worker.log")
+    results = {}
+    try:
+        for name in names:
+            keras.utils.set_random_seed(0)
+            spec = registry.get_spec(name)
+            try:
+                model = zoo.build(name, input_shape=spec.small_input_shape)
+                report = export(model, out_dir / name, formats, latency_runs=0, worker=worker)
+            except Exception as e:  # a model that cannot even be prepared fails every format alike
+                results[name] = {f: {"status": "export_failed", "error": f"{type(e).__name__}: {e}"} for f in formats}
+                continue
+            results[name] = {
+                r["format"]: {k: r[k] for k in ("status", "error", "route", "attempts", "notes") if r.get(k)}
+                for r in report.results
+            }
+            if progress:
+                progress(f"{name}: " + ", ".join(f"{f} {v['status']}" for f, v in results[name].items()))
+    finally:
+        if own_worker:
+            worker.close()
+    return results
+
+
+def write_results(results: dict, path=RESULTS_PATH) -> Path:
+    from zoo.deploy.report import package_versions
+
+    payload = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "versions": package_versions(), "formats": list(FORMATS), "results": results}
+    return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
+
+
+def load_results(path=RESULTS_PATH) -> dict:
+    try:
+        return json.loads(Path(path).read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def exports_cell(name: str, results: dict | None = None) -> str:
+    """`zoo list`'s exports column: formats that passed, `!fmt` for failures, `?` if never run."""
+    row = (load_results() if results is None else results).get(name)
+    if not row:
+        return "?"
+    cells = [SHORT.get(f, f) if row[f]["status"] == PASSED else f"!{SHORT.get(f, f)}" for f in FORMATS if f in row]
+    return ",".join(cells) if cells else "?"
