@@ -91,7 +91,10 @@ def test_mobilenet_v2_computes_what_keras_applications_computes():
     assert_same_function(reference, model, shape)
 
 
+# One case per builder: resnet32-110 share resnet20's, resnet34 resnet18's.
 OVERFIT = {
+    "lenet5": (28, 28, 1),
+    "convnet_bn": (28, 28, 1),
     "vgg8_bn": (32, 32, 3),
     "resnet20": (32, 32, 3),
     "resnet18": (32, 32, 3),
