@@ -32,6 +32,11 @@ def recipes(args) -> None:
     from zoo.benchmarks import recipes
 
     rows = recipes.run(args.names or None)
+    previous = Path(args.results) / "recipes.json"
+    if args.names and previous.is_file():  # re-running some recipes keeps the others' rows
+        fresh = {r["recipe"] for r in rows}
+        rows = [r for r in json.loads(previous.read_text()) if r["recipe"] not in fresh] + rows
+        rows.sort(key=lambda r: r["recipe"])
     _write(args.results, "recipes.json", json.dumps(rows, indent=2) + "\n")
     table = recipes.markdown(rows)
     out = _write(args.results, "recipes.md", table)

@@ -20,11 +20,8 @@ from zoo.deploy.worker import Worker
 # Where a format genuinely cannot take an architecture: (name pattern, format) -> the upstream error
 # it fails with, so that a fix upstream (or a new failure) shows up here.
 KNOWN_UNSUPPORTED = {
-    # tfjs 4.22 fails at run time on RNN layers that return sequences (stacked LSTMs, seq2seq
-    # heads), on the wasm and the cpu backend alike ("Cannot read properties of undefined (reading
-    # 'backend')" inside TensorList ops); RNN classifiers returning the last state run.
-    ("char_lstm_lm", "tfjs"): r"reading 'backend'",
-    ("lstm_forecaster", "tfjs"): r"reading 'backend'",
+    # None at present. tfjs 4.22 cannot run RNN layers that return sequences (char_lstm_lm,
+    # lstm_forecaster) with control flow v2; the tfjs format falls back to its unrolled route there.
 }
 
 

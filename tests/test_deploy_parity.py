@@ -98,3 +98,17 @@ def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     assert statuses["float32"] == statuses["float16"] == statuses["dynamic_int8"] == "passed", report.table()
     assert statuses["int8"] in ("passed", "failed_verification")  # converted and ran; see the docstring
     assert all(r.get("max_abs_diff") is not None for r in report.results)
+
+
+def test_tfjs_runs_rnns_returning_sequences_via_the_unrolled_route(tmp_path):
+    """tfjs 4.22 cannot run control-flow RNNs that return sequences; the unrolled rebuild at `sequence_length` runs."""
+    keras.utils.set_random_seed(0)
+    model = zoo.build("char_lstm_lm", input_shape=(None,), num_classes=65, embed_dim=16, units=32)
+    report = zoo.deploy.export(model, tmp_path, ["tfjs"], sequence_length=20, latency_runs=0)
+    (r,) = report.results
+    assert r["status"] == "passed", report.table()
+    assert r["route"] == "unrolled" and r["notes"] == ["RNN unrolled; input shape fixed to (batch, 20)"]
+    # The variable-length control flow v2 graph is tried first; its runtime failure is reported.
+    assert [a["route"] for a in r["attempts"]] == ["control_flow_v2"]
+    assert "reading 'backend'" in r["attempts"][0]["error"]
+    assert r["output_shapes"] == {"logits": [64, 20, 65]} and r["max_abs_diff"] <= 1e-4

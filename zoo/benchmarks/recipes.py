@@ -5,6 +5,7 @@ Results go to benchmarks/results/recipes.json and recipes.md; CI does not run th
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 
@@ -52,14 +53,26 @@ def _passed(row: dict, mode: str):
     return bool(ok)
 
 
+def _in_words(row: dict) -> str:
+    """The comparison in the units people quote: perplexity, MAE in the series' own units."""
+    base, value = row["baseline"] or {}, row["value"]
+    if value is None:
+        return ""
+    if "perplexity" in base:
+        return f"perplexity {math.exp(value):.2f} vs {base['perplexity']:.2f}"
+    if "scale" in base:
+        return f"MAE {value * base['scale']:.2f} vs {base['value_original_units']:.2f} (original units)"
+    return ""
+
+
 def run(names=None) -> list[dict]:
     return [run_one(n) for n in (names or list_recipes())]
 
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| recipe | model | dataset | epochs | metric | value | target / baseline | passed | train time (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| recipe | model | dataset | epochs | metric | value | target / baseline | passed | train time (s) | in words |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ref = f"{r['target']:g}" if r["target"] is not None else ""
@@ -68,7 +81,7 @@ def markdown(rows: list[dict]) -> str:
         value = f"{r['value']:.4f}" if r["value"] is not None else "-"
         lines.append(
             f"| {r['recipe']} | {r['model']} | {r['dataset']} | {r['epochs']} | {r['metric']} | {value} | "
-            f"{ref.strip()} | {'yes' if r['passed'] else 'NO'} | {r['train_time_s']} |"
+            f"{ref.strip()} | {'yes' if r['passed'] else 'NO'} | {r['train_time_s']} | {_in_words(r)} |"
         )
     return "\n".join(lines) + "\n"
 

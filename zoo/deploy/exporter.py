@@ -73,7 +73,7 @@ def export(
             batches `x` or `(x, y)`; draw it from the training pipeline.
         int8_io: full int8 TFLite with int8 input and output tensors.
         calibration_samples: how many representative inputs full int8 calibrates on (default 200).
-        sequence_length: static time axis for the unrolled RNN TFLite route (default: the data's).
+        sequence_length: static time axis for the unrolled RNN route of TFLite and TF.js (default: the data's).
         weight_quantization: TF.js weight storage, any of float32, float16, uint16, uint8.
         opset: ONNX opset (default 18).
         serving_dir: TF Serving base directory for the SavedModel (default `<out_dir>/saved_model`).

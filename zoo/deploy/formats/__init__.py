@@ -67,6 +67,8 @@ TFLITE_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
 TFJS_WEIGHTS = ("float32", "float16", "uint16", "uint8")
 ONNX_OPSETS = range(13, 19)  # tf2onnx 1.17 emits up to 18; onnxruntime 1.31 runs all of them
 DEFAULT_ONNX_OPSET = 18
+SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
+                         check=lambda v: isinstance(v, int) and v >= 1, expects="a positive integer")
 
 FORMATS: dict[str, Format] = {
     f.name: f
@@ -104,8 +106,7 @@ FORMATS: dict[str, Format] = {
                 Option("representative_data", "calibration inputs for full int8 (array or tf.data of x or (x, y))"),
                 Option("calibration_samples", "how many representative inputs to calibrate on", default=200,
                        check=lambda v: isinstance(v, int) and v >= 1, expects="a positive integer"),
-                Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
-                       check=lambda v: isinstance(v, int) and v >= 1, expects="a positive integer"),
+                SEQUENCE_LENGTH,
             ),
         ),
         Format(
@@ -114,12 +115,14 @@ FORMATS: dict[str, Format] = {
             artifact="tfjs_{variant}",
             suffix="",
             runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback; files from disk)",
-            description="TF.js graph model converted from the SavedModel (control flow v2 for RNNs)",
+            description="TF.js graph model converted from the SavedModel; RNNs via control flow v2 or an unrolled "
+                        "rebuild",
             variant_option="weight_quantization",
             precision=lambda v: {"float32": "float32", "float16": "float16", "uint16": "float16"}.get(v, "int8"),
             options=(
                 Option("weight_quantization", "weight storage: float32 (none), float16, uint16 or uint8",
                        default=("float32",), choices=TFJS_WEIGHTS, multiple=True),
+                SEQUENCE_LENGTH,
             ),
         ),
         Format(

@@ -67,7 +67,7 @@ class Job:
     def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
         """A SavedModel of the model: this export's own, else one written once to the scratch space.
 
-        `variant` names a different graph (e.g. TFLite's fixed-batch or unrolled RNN routes), made
+        `variant` names a different graph (e.g. TFLite's fixed-batch or the unrolled RNN route), made
         from `model` (default: the job's) with `batch_size` (default: dynamic).
         """
         if not variant and self.saved_model_dir and os.path.isdir(self.saved_model_dir):
@@ -81,13 +81,43 @@ class Job:
                 export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size)
         return path
 
+    def static_input_shape(self) -> tuple:
+        """Per-example input shape of the unrolled RNN route: the data's, the time axis set by `sequence_length`.
+
+        The export's `sequence_length` option applies to recurrent models only (their axis 0 is time).
+        """
+        from zoo.deploy import model_io
+
+        shape = tuple(self.array("eval_x").shape[1:])
+        length = self.target.options.get("sequence_length")
+        if length and shape and model_io.recurrent_layers(self.keras_model()):
+            shape = (length, *shape[1:])
+        return shape
+
+    def unrolled_saved_model(self, example_shape: tuple) -> str:
+        """A SavedModel of the model rebuilt with `unroll=True` and this static input shape, weights copied.
+
+        The unrolled RNN route of TFLite and TF.js: no while loop and no TensorLists, a plain
+        feed-forward graph, at the price of a fixed sequence length. Written once per export and shape,
+        so the formats share it.
+        """
+        from zoo.deploy import model_io
+
+        variant = "unrolled_" + "x".join(map(str, example_shape))
+        return self.saved_model(variant, model=model_io.unrolled_copy(self.keras_model(), example_shape))
+
+
+def unrolled_note(example_shape: tuple) -> str:
+    """The report note of the unrolled RNN route."""
+    return f"RNN unrolled; input shape fixed to (batch, {', '.join(map(str, example_shape))})"
+
 
 @dataclasses.dataclass
 class Converted:
     """What `convert` reports: the artifact and, where there was a choice, how it was made."""
 
     path: str
-    route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite
+    route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite, "control_flow_v2" in TF.js
     attempts: list = dataclasses.field(default_factory=list)  # [{route, error}] of routes that failed first
     notes: list = dataclasses.field(default_factory=list)
 

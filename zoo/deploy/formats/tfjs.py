@@ -1,4 +1,19 @@
-"""TF.js graph model, converted from the SavedModel and run with @tensorflow/tfjs in Node."""
+"""TF.js graph model, converted from a SavedModel and run with @tensorflow/tfjs in Node.
+
+Recurrent models need a route, like in TFLite (`zoo.deploy.formats.tflite`):
+
+- no route (None): the plain SavedModel, for everything without RNN layers.
+- `control_flow_v2`: the plain SavedModel with control flow v2 ops, so Keras's
+  RNN `tf.while_loop` over TensorLists keeps a variable time axis. tfjs 4.22
+  cannot run all of these: RNN layers that return whole sequences (stacked
+  LSTMs, sequence-to-sequence heads) fail at run time on the wasm and the cpu
+  backend ("Cannot read properties of undefined (reading 'backend')" inside
+  TensorList ops). So the converted graph is run once in Node on two examples
+  before it is kept, and a failure moves on to the next route.
+- `unrolled`: the model rebuilt with `unroll=True` and a static time axis (the
+  `sequence_length` option, else the data's), weights copied: no while loop, no
+  TensorLists, the same rebuild as TFLite's unrolled route.
+"""
 
 from __future__ import annotations
 
@@ -12,33 +27,88 @@ from pathlib import Path
 import numpy as np
 
 from zoo.deploy import model_io
-from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output
+from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, unrolled_note
 
 JS_DIR = Path(__file__).resolve().parent.parent / "js"
 RUNNER_JS = JS_DIR / "run_tfjs.js"
+CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
+
+
+def routes(model) -> list:
+    """Routes to try, in order, for this model."""
+    if not model_io.recurrent_layers(model):
+        return [None]
+    return ["control_flow_v2", "unrolled"]
 
 
 def convert(job: Job) -> Converted:
-    from zoo.deploy._tfjs_shim import convert_tf_saved_model
-
     model = job.keras_model()
     weights = job.target.variant or "float32"
-    # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
-    control_flow_v2 = bool(model_io.recurrent_layers(model))
-    with atomic_output(job.target.path) as tmp:
-        convert_tf_saved_model()(
-            job.saved_model(),
-            str(tmp),
-            signature_def="serving_default",
-            saved_model_tags="serve",
-            quantization_dtype_map=None if weights == "float32" else {weights: True},
-            use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
-            control_flow_v2=control_flow_v2,
-        )
-    notes = ["control flow v2"] if control_flow_v2 else []
-    if weights != "float32":
-        notes.append(f"weights stored as {weights}")
-    return Converted(job.target.path, notes=notes)
+    attempts = []
+    candidates = routes(model)
+    for route in candidates:
+        notes = []
+        try:
+            with atomic_output(job.target.path) as tmp:
+                if route == "unrolled":
+                    example_shape = job.static_input_shape()
+                    _convert(job.unrolled_saved_model(example_shape), tmp, weights, control_flow_v2=False)
+                    notes.append(unrolled_note(example_shape))
+                else:
+                    # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
+                    _convert(job.saved_model(), tmp, weights, control_flow_v2=route == "control_flow_v2")
+                    if route == "control_flow_v2":
+                        notes.append("control flow v2")
+                if route != candidates[-1]:  # the last route is checked by verification alone
+                    notes += _runtime_check(tmp, job)
+        except Exception as e:  # try the next route; the report keeps why this one failed
+            if not attempts and route == candidates[-1]:
+                raise  # the only route: its own error
+            attempts.append({"route": route, "error": f"{type(e).__name__}: {_short(e)}"})
+            continue
+        if weights != "float32":
+            notes.append(f"weights stored as {weights}")
+        return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
+    error = RuntimeError("no TF.js route worked: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
+    error.attempts = attempts  # the worker reports them
+    raise error
+
+
+def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool) -> None:
+    from zoo.deploy._tfjs_shim import convert_tf_saved_model
+
+    convert_tf_saved_model()(
+        saved_model_dir,
+        str(out_dir),
+        signature_def="serving_default",
+        saved_model_tags="serve",
+        quantization_dtype_map=None if weights == "float32" else {weights: True},
+        use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
+        control_flow_v2=control_flow_v2,
+    )
+
+
+def _runtime_check(model_dir, job: Job) -> list[str]:
+    """Runs the graph model in Node on a few examples; raises where tfjs cannot run it.
+
+    Returns notes: none, or why the check was skipped (no Node or no tfjs here: the route is kept
+    and verification reports the missing runtime).
+    """
+    try:
+        node_runtime()
+    except RuntimeError as e:
+        return [f"TF.js runtime check skipped: {e}"]
+    x = np.asarray(job.array("eval_x")[:CHECK_EXAMPLES])
+    try:
+        TFJSRunner(model_dir).predict(x)
+    except RuntimeError as e:
+        raise RuntimeError(f"the graph model converted but does not run in tfjs: {e}") from None
+    return []
+
+
+def _short(e: Exception, limit: int = 400) -> str:
+    text = " ".join(line.strip() for line in str(e).strip().splitlines() if line.strip())
+    return text[:limit]
 
 
 def node_runtime() -> tuple[str, str]:

@@ -12,7 +12,7 @@ Recurrent models need a route, because Keras 3's LSTM/GRU/SimpleRNN trace to a
   dynamic-range int8 convert. Full int8 on this route segfaults the converter.
 - `unrolled`: the model rebuilt with `unroll=True` and a static time axis, the
   weights copied. A plain feed-forward graph: every precision, full int8 included,
-  at the price of a fixed sequence length.
+  at the price of a fixed sequence length (`Job.unrolled_saved_model`, shared with TF.js).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.deploy import model_io
-from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks
+from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks, unrolled_note
 
 SIGNATURE_KEY = "serving_default"
 
@@ -41,8 +41,7 @@ def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
     if route == "fixed_batch":
         return job.saved_model("fixed_batch", batch_size=1)
     if route == "unrolled":
-        variant = "unrolled_" + "x".join(map(str, example_shape))
-        return job.saved_model(variant, model=model_io.unrolled_copy(job.keras_model(), example_shape))
+        return job.unrolled_saved_model(example_shape)
     raise ValueError(f"Unknown TFLite route {route!r}.")
 
 
@@ -85,9 +84,7 @@ def _quantize(converter, job: Job, example_shape):
 
 def convert(job: Job) -> Converted:
     model = job.keras_model()
-    example_shape = tuple(job.array("eval_x").shape[1:])
-    if job.target.options.get("sequence_length") and model_io.recurrent_layers(model):
-        example_shape = (job.target.options["sequence_length"], *example_shape[1:])
+    example_shape = job.static_input_shape()
     attempts = []
     for route in routes(model, job.target.variant):
         try:
@@ -103,7 +100,7 @@ def convert(job: Job) -> Converted:
         if route == "fixed_batch":
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
         if route == "unrolled":
-            notes.append(f"RNN unrolled; input shape fixed to (batch, {', '.join(map(str, example_shape))})")
+            notes.append(unrolled_note(example_shape))
         return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
     raise RuntimeError("no TFLite route converted: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
 
