@@ -117,3 +117,10 @@ def test_readme_lists_the_formats_from_the_table():
     from pathlib import Path
 
     assert formats.markdown_table() in (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def test_a_relative_output_directory_works_for_every_runtime(model, tmp_path, monkeypatch):
+    # The TF.js runner runs Node in its own folder: a relative artifact path once broke it there.
+    monkeypatch.chdir(tmp_path)
+    report = zoo.deploy.export(model, "relative_out", ["tfjs", "onnx"], latency_runs=0)
+    assert report.ok, report.table()

@@ -127,7 +127,7 @@ class TFJSRunner(Runner):
     BACKENDS = ("wasm", "cpu")  # wasm is ~7x faster; cpu runs what wasm cannot (RNN TensorList graphs)
 
     def __init__(self, path):
-        self._path = str(path)
+        self._path = os.path.abspath(path)  # node runs in JS_DIR: relative paths would break
         self._node, self._script = node_runtime()
         self._backends = list(self.BACKENDS)
 
