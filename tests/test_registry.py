@@ -101,3 +101,12 @@ def test_outputs_stay_float32_under_mixed_precision():
         assert model.predict(np.zeros((2, 28, 28, 1), np.float32), verbose=0).dtype == np.float32
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_zoo_list_cites_papers_briefly():
+    from zoo.cli import short_reference
+
+    assert short_reference(zoo.model_info("lenet5").paper) == "LeCun et al. 1998"
+    assert short_reference("Ioffe & Szegedy 2015, Batch Normalization (ICML)") == "Ioffe & Szegedy 2015"
+    assert short_reference("Graves 2013, https://arxiv.org/abs/1308.0850") == "Graves 2013"
+    assert short_reference("He et al. 2016, Deep Residual Learning") == "He et al. 2016"

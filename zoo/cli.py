@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 
@@ -266,6 +267,18 @@ def _add_list(sub):
     p.set_defaults(func=_cmd_list)
 
 
+def short_reference(paper: str) -> str:
+    """'LeCun, Bottou, Bengio & Haffner 1998, Gradient-based ...' -> 'LeCun et al. 1998'."""
+    m = re.search(r"\b(19|20)\d\d\b", paper)
+    if not m:
+        return paper.split(",")[0]
+    authors = paper[: m.start()].strip(" ,;")
+    names = [a.strip() for a in re.split(r",|&| and ", authors.replace(" et al.", ",,")) if a.strip()]
+    if "et al" in authors or len(names) > 2:
+        return f"{names[0]} et al. {m.group(0)}"
+    return f"{' & '.join(names)} {m.group(0)}"
+
+
 def _cmd_list(args) -> int:
     import zoo
 
@@ -276,7 +289,7 @@ def _cmd_list(args) -> int:
     header = ("name", "family", "params", "input", "exports", "reference")
     table = [header] + [
         (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), exports_cell(i.name, exports),
-         i.paper.split(",")[0])
+         short_reference(i.paper))
         for i in rows
     ]
     widths = [max(len(r[c]) for r in table) for c in range(len(header))]

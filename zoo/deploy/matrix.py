@@ -47,10 +47,12 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
             except Exception as e:  # a model that cannot even be prepared fails every format alike
                 results[name] = {f: {"status": "export_failed", "error": f"{type(e).__name__}: {e}"} for f in formats}
                 continue
-            results[name] = {
+            row = {
                 r["format"]: {k: r[k] for k in ("status", "error", "route", "attempts", "notes") if r.get(k)}
                 for r in report.results
             }
+            # Machine-independent record: paths relative to the (temporary) output directory.
+            results[name] = json.loads(json.dumps(row).replace(str(out_dir), "<out>"))
             if progress:
                 progress(f"{name}: " + ", ".join(f"{f} {v['status']}" for f, v in results[name].items()))
     finally:
