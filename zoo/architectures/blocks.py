@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.training.model import ZooModel
 
 
@@ -27,11 +28,11 @@ def classifier_head(x, num_classes: int, *, activation="softmax", dropout: float
 def conv_bn_act(
     x, filters: int, kernel_size=3, *, strides=1, activation="relu", name: str, padding="same", bn_momentum=0.99
 ):
-    """Conv2D (no bias) -> BatchNormalization -> activation."""
+    """Conv2D (no bias) -> BatchNormalization (zoo's, fused when training) -> activation."""
     x = keras.layers.Conv2D(
         filters, kernel_size, strides=strides, padding=padding, use_bias=False, name=f"{name}_conv"
     )(x)
-    x = keras.layers.BatchNormalization(momentum=bn_momentum, name=f"{name}_bn")(x)
+    x = BatchNormalization(momentum=bn_momentum, name=f"{name}_bn")(x)
     return keras.layers.Activation(activation, name=f"{name}_{activation}")(x)
 
 

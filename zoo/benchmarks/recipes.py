@@ -5,11 +5,14 @@ Results go to benchmarks/results/recipes.json and recipes.md; CI does not run th
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 import time
+from pathlib import Path
 
 from zoo.architectures import registry
+from zoo.benchmarks.common import machine
 from zoo.training import list_recipes, load_recipe, train
 from zoo.training.tasks import get_task
 
@@ -65,11 +68,24 @@ def _in_words(row: dict) -> str:
     return ""
 
 
-def run(names=None) -> list[dict]:
-    return [run_one(n) for n in (names or list_recipes())]
+def add_arguments(parser) -> None:
+    parser.add_argument("names", nargs="*", help="recipe names (default: all); others keep their last rows")
 
 
-def markdown(rows: list[dict]) -> str:
+def run(args) -> dict:
+    """Runs the named recipes (default all); rows of recipes not named are kept from the last results."""
+    names = args.names or list_recipes()
+    rows = [run_one(n) for n in names]
+    previous = Path(args.results) / "recipes.json"
+    if args.names and previous.is_file():
+        fresh = {r["recipe"] for r in rows}
+        rows = [r for r in json.loads(previous.read_text())["rows"] if r["recipe"] not in fresh] + rows
+    rows.sort(key=lambda r: r["recipe"])
+    return {"benchmark": "recipes", "machine": machine(), "rows": rows}
+
+
+def markdown(result: dict) -> str:
+    rows = result["rows"]
     lines = [
         "| recipe | model | dataset | epochs | metric | value | target / baseline | passed | train time (s) | in words |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -8,6 +8,8 @@ SavedModel path never calls:
 - `tensorflow_decision_forests` (tf_saved_model_conversion_v2.py, for TF-DF ops);
 - `tensorflowjs.converters.jax_conversion` (converters/__init__.py, needs jax).
 Placeholders for exactly those two are registered here, nowhere else.
+A third covers `pkg_resources`, which tensorflow_hub imports for `parse_version`
+alone and which setuptools >= 81 no longer ships (installing torch pulls one in).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ def _jax_unavailable(*args, **kwargs):
 def convert_tf_saved_model():
     """`tensorflowjs.converters.tf_saved_model_conversion_v2.convert_tf_saved_model`."""
     _placeholder("tensorflow_decision_forests")
+    from packaging.version import parse as parse_version
+
+    _placeholder("pkg_resources", parse_version=parse_version)
     try:
         import jax  # noqa: F401  (real jax present: let tensorflowjs import its own module)
     except ImportError:

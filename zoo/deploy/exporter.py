@@ -27,6 +27,7 @@ from zoo.fileio import TMP_PREFIX, ensure_dir
 
 RANDOM_EVAL_SAMPLES = 64
 RANDOM_SEQUENCE_LENGTH = 16
+WARMUP_RECORDS = 10  # real test examples written as the SavedModel's TF Serving warmup requests
 
 
 class OutputDirError(ZooError, OSError):
@@ -107,6 +108,7 @@ def export(
     input_name, input_shape, input_dtype = model_io.single_input(model)
 
     eval_x, eval_y = _arrays(test_data, max_eval_samples, "test_data", input_name, input_shape)
+    real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
     if eval_x is None:
         eval_x = _random_inputs(input_shape, input_dtype, sequence_length)
         data_description = "random inputs (no test data given)"
@@ -127,7 +129,8 @@ def export(
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=out))
     runner = worker or (Worker(log_path=work / "worker.log") if isolate else InProcess())
     try:
-        data = _save_data(work, eval_x=eval_x, eval_y=eval_y, rep_x=rep_x)
+        data = _save_data(work, eval_x=eval_x, eval_y=eval_y, rep_x=rep_x,
+                          warmup_x=eval_x[:WARMUP_RECORDS] if real_x else None)
         refs = _keras_outputs(model, eval_x)
         for i, value in enumerate(refs.values()):
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)

@@ -36,7 +36,7 @@ def serving_fn(model: keras.Model):
 def export_saved_model(model: keras.Model, path: Path | str, batch_size: int | None = None) -> Path:
     """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
 
-    `path` must not exist yet; see `zoo.deploy.serving_layout.publish` for
+    `path` must not exist yet; see `zoo.deploy.serving.layout.publish` for
     the versioned, atomic TF Serving layout. `batch_size` fixes the batch
     axis (TFLite's route for RNNs); by default it is dynamic.
     """

@@ -209,7 +209,9 @@ def train(config: TrainConfig) -> TrainResult:
     if config.export_dir and is_chief:
         from zoo.deploy import publish_saved_model
 
-        export_path = publish_saved_model(model, config.export_dir, config.model)
+        # Real test (or validation) examples become the version's TF Serving warmup records.
+        export_path = publish_saved_model(model, config.export_dir, config.model,
+                                          warmup_data=test_ds if test_ds is not None else val_ds)
     return TrainResult(
         config=config,
         model=model,

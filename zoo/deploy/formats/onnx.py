@@ -30,17 +30,24 @@ def convert(job: Job) -> Converted:
 class ONNXRunner(Runner):
     runtime = "onnxruntime (CPUExecutionProvider)"
 
-    def __init__(self, path):
+    def __init__(self, path, num_threads: int = 2, profile_prefix: str | None = None):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
+        options.intra_op_num_threads = num_threads
+        if profile_prefix:  # a Chrome-trace JSON of per-node times, written by `end_profiling()`
+            options.enable_profiling = True
+            options.profile_file_prefix = profile_prefix
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._input = self._session.get_inputs()[0].name
         self._outputs = [o.name for o in self._session.get_outputs()]
 
     def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
         return predict_in_chunks(lambda b: dict(zip(self._outputs, self._session.run(None, {self._input: b}))), x, 1000)
+
+    def end_profiling(self) -> str:
+        """Stops profiling (see `profile_prefix`) and returns the trace file's path."""
+        return self._session.end_profiling()
 
 
 def load(path, job: Job) -> Runner:

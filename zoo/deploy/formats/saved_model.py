@@ -7,17 +7,19 @@ from pathlib import Path
 import numpy as np
 
 from zoo.deploy.formats.base import Converted, Job, Runner, predict_in_chunks
-from zoo.deploy.saved_model import SIGNATURE_KEY, export_saved_model
-from zoo.deploy.serving_layout import publish
+from zoo.deploy.saved_model import SIGNATURE_KEY
 
 
 def convert(job: Job) -> Converted:
-    """Publishes the next version under `<serving_dir or target.path>/<model name>/` atomically."""
+    """Publishes the next version under `<serving_dir or target.path>/<model name>/` atomically,
+    with TF Serving warmup records from the evaluation data when real data was given."""
+    from zoo.deploy import publish_saved_model
+
     model = job.keras_model()
     opts = job.target.options
     base = Path(opts.get("serving_dir") or job.target.path)
-    path = publish(lambda p: export_saved_model(model, p), base / model.name,
-                   version=opts.get("version"), keep=opts.get("keep"))
+    path = publish_saved_model(model, base, model.name, version=opts.get("version"), keep=opts.get("keep"),
+                               warmup_data=job.array("warmup_x"))
     return Converted(str(path), notes=[f"TF Serving model base path: {path.parent}"])
 
 

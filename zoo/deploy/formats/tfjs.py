@@ -126,16 +126,19 @@ class TFJSRunner(Runner):
 
     BACKENDS = ("wasm", "cpu")  # wasm is ~7x faster; cpu runs what wasm cannot (RNN TensorList graphs)
 
-    def __init__(self, path):
+    def __init__(self, path, backends=BACKENDS):
         self._path = os.path.abspath(path)  # node runs in JS_DIR: relative paths would break
         self._node, self._script = node_runtime()
-        self._backends = list(self.BACKENDS)
+        unknown = set(backends) - set(self.BACKENDS)
+        if not backends or unknown:
+            raise ValueError(f"backends must be a non-empty subset of {self.BACKENDS}. Received: {backends}")
+        self._backends = list(backends)
 
-    def _run(self, x: np.ndarray, latency_runs: int = 0, warmup: int = 0):
+    def _run(self, x: np.ndarray, latency_runs: int = 0, warmup: int = 0, **timing):
         errors = []
         while self._backends:
             try:
-                return self._run_on(self._backends[0], x, latency_runs, warmup)
+                return self._run_on(self._backends[0], x, latency_runs, warmup, **timing)
             except RuntimeError as e:
                 errors.append(f"{self._backends[0]}: {e}")
                 if len(self._backends) == 1:
@@ -143,7 +146,8 @@ class TFJSRunner(Runner):
                 self._backends.pop(0)
         raise RuntimeError("; ".join(errors))
 
-    def _run_on(self, backend: str, x: np.ndarray, latency_runs: int, warmup: int):
+    def _run_on(self, backend: str, x: np.ndarray, latency_runs: int, warmup: int, latency_batch: int = 1,
+                latency_budget_ms: float | None = None, latency_min_runs: int = 3):
         with tempfile.TemporaryDirectory(prefix="zoo-tfjs-") as tmp:
             dtype = "int32" if np.issubdtype(x.dtype, np.integer) else "float32"
             np.ascontiguousarray(x, dtype=dtype).tofile(os.path.join(tmp, "input.bin"))
@@ -155,6 +159,9 @@ class TFJSRunner(Runner):
                 "warmup_runs": warmup,
                 "out_dir": os.path.join(tmp, "out"),
                 "backend": backend,
+                "latency_batch": latency_batch,
+                "latency_budget_ms": latency_budget_ms,
+                "latency_min_runs": latency_min_runs,
             }
             Path(tmp, "request.json").write_text(json.dumps(request))
             proc = subprocess.run([self._node, self._script, os.path.join(tmp, "request.json")],
@@ -176,6 +183,13 @@ class TFJSRunner(Runner):
 
     def latencies_ms(self, x1: np.ndarray, runs: int, warmup: int) -> list[float]:
         return self._run(x1, runs, warmup)[1]  # timed inside Node: no process start in the numbers
+
+    def timed_calls_ms(self, x: np.ndarray, runs: int, warmup: int = 5, budget_s: float | None = None,
+                       min_runs: int = 3) -> list[float]:
+        """Wall times of `predict(x)` with the whole of `x` as one batch, timed inside Node: `runs` calls,
+        or fewer (at least `min_runs`) once `budget_s` of timed calls have passed."""
+        return self._run(x, runs, warmup, latency_batch=len(x), latency_min_runs=min_runs,
+                         latency_budget_ms=None if budget_s is None else budget_s * 1e3)[1]
 
 
 def load(path, job: Job) -> Runner:

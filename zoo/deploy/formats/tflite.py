@@ -113,12 +113,14 @@ def _last_line(e: Exception) -> str:
 class TFLiteRunner(Runner):
     runtime = "ai_edge_litert Interpreter (XNNPACK)"
 
-    def __init__(self, path, xnnpack: bool = True):
+    def __init__(self, path, xnnpack: bool = True, num_threads: int = 2):
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         # XNNPACK is the default delegate of the builtin op resolver.
         resolver = OpResolverType.AUTO if xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-        self._interpreter = Interpreter(model_path=str(path), num_threads=2, experimental_op_resolver_type=resolver)
+        self._interpreter = Interpreter(
+            model_path=str(path), num_threads=num_threads, experimental_op_resolver_type=resolver
+        )
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
         self._runner = self._interpreter.get_signature_runner(SIGNATURE_KEY)
@@ -141,16 +143,21 @@ class TFLiteRunner(Runner):
         return predict_in_chunks(self._invoke, x, self.fixed_batch or 256)
 
 
-def load(path, job: Job) -> Runner:
-    runner = TFLiteRunner(path)
+def load(path, job: Job, num_threads: int = 2) -> Runner:
+    return open_runner(path, np.asarray(job.array("eval_x")[:1]), num_threads=num_threads)
+
+
+def open_runner(path, x1: np.ndarray, num_threads: int = 2) -> TFLiteRunner:
+    """A runner with XNNPACK, prepared on the example `x1`; TFLite's own kernels where XNNPACK cannot run it."""
+    runner = TFLiteRunner(path, num_threads=num_threads)
     try:
-        runner.predict(np.asarray(job.array("eval_x")[:1]))
+        runner.predict(x1)
         return runner
     except RuntimeError as e:
         # XNNPACK refuses to prepare some full-int8 unrolled RNN graphs calibrated on real data
         # ("failed to create XNNPACK runtime"); TFLite's own int8 kernels run them.
         if "XNNPACK" not in str(e):
             raise
-        runner = TFLiteRunner(path, xnnpack=False)
+        runner = TFLiteRunner(path, xnnpack=False, num_threads=num_threads)
         runner.runtime += f"; XNNPACK failed to prepare: {str(e).splitlines()[0][:120]}"
         return runner

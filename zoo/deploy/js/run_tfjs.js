@@ -10,7 +10,10 @@
 // graphs with TensorList ops); a failed backend leaves the engine unusable.
 //
 // Usage: node run_tfjs.js REQUEST.json
-// REQUEST: {model_dir, input: {path, dtype, shape}, batch_size, latency_runs, warmup_runs, out_dir, backend}
+// REQUEST: {model_dir, input: {path, dtype, shape}, batch_size, latency_runs, warmup_runs, out_dir, backend,
+//           latency_batch (default 1), latency_budget_ms (optional), latency_min_runs (default 3)}
+// The timed calls run the first `latency_batch` rows of the input as one batch: `latency_runs`
+// calls, or fewer once `latency_budget_ms` of timed calls have passed (at least `latency_min_runs`).
 // Writes one float32 (little endian) .bin per output and <out_dir>/result.json:
 // {outputs: {name: {shape, file}}, latency_ms: [...], backend, tfjs_version}.
 "use strict";
@@ -108,18 +111,28 @@ async function run(req, backend) {
     fs.writeFileSync(path.join(req.out_dir, file), Buffer.from(flat.buffer));
     shapes[name] = { shape: shapes[name], file };
   }
-  // Batch-1 latency: median of latency_runs after warm-up, done by the caller.
+  // Latency of `latency_batch` rows per call (batch 1 by default); the caller takes the median.
   const latency = [];
-  const x1 = tf.tensor(input.data.subarray(0, per), [1, ...input.shape.slice(1)], input.dtype);
-  for (let i = 0; i < (req.warmup_runs || 5) + (req.latency_runs || 0); i++) {
+  const rows = Math.min(n, req.latency_batch || 1);
+  const budget = req.latency_budget_ms || Infinity;
+  const warmup = req.warmup_runs === undefined ? 5 : req.warmup_runs;
+  const xb = tf.tensor(input.data.subarray(0, rows * per), [rows, ...input.shape.slice(1)], input.dtype);
+  let spent = 0;
+  for (let i = 0; i < warmup + (req.latency_runs || 0); i++) {
+    if (i >= warmup + (req.latency_min_runs || 3) && spent >= budget) break;
     const t0 = process.hrtime.bigint();
-    const out = namedOutputs(model, await infer(model, x1));
+    const out = namedOutputs(model, await infer(model, xb));
     for (const t of Object.values(out)) {
       await t.data();
       t.dispose();
     }
-    if (i >= (req.warmup_runs || 5)) latency.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (i >= warmup) {
+      latency.push(ms);
+      spent += ms;
+    }
   }
+  xb.dispose();
   const result = { outputs: shapes, latency_ms: latency, backend: tf.getBackend(), tfjs_version: tf.version.tfjs };
   fs.writeFileSync(path.join(req.out_dir, "result.json"), JSON.stringify(result));
 }

@@ -44,8 +44,8 @@ def publish(write, model_dir: Path | str, *, version: int | None = None, keep: i
     model_dir = ensure_dir(model_dir)
     if version is not None and (not isinstance(version, int) or version < 1):
         raise ValueError(f"version must be a positive integer. Received: version={version!r}")
-    if keep is not None and keep < 1:
-        raise ValueError(f"keep must be >= 1. Received: keep={keep}")
+    if keep is not None and (not isinstance(keep, int) or keep < 1):
+        raise ValueError(f"keep must be >= 1. Received: keep={keep!r}")
     for _ in range(100):  # another writer may take the same number; then try the next
         target = model_dir / str(version if version is not None else (max(versions(model_dir), default=0) + 1))
         try:
@@ -59,10 +59,26 @@ def publish(write, model_dir: Path | str, *, version: int | None = None, keep: i
     else:
         raise RuntimeError(f"Could not find a free version number in {model_dir}.")
     if keep is not None:
-        for old in versions(model_dir)[:-keep]:
-            shutil.rmtree(model_dir / str(old))
+        prune(model_dir, keep)
     _remove_stale_tmp(model_dir)
     return target
+
+
+def prune(model_dir: Path | str, keep: int) -> list[int]:
+    """Removes all but the newest `keep` versions; returns the removed ones.
+
+    Each is first renamed to a temporary name, so a server polling the directory
+    never sees a half-deleted version.
+    """
+    if not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"keep must be >= 1. Received: keep={keep!r}")
+    model_dir = Path(model_dir)
+    removed = versions(model_dir)[:-keep]
+    for old in removed:
+        doomed = model_dir / f"{TMP_PREFIX}removed-{old}-{os.getpid()}"
+        os.rename(model_dir / str(old), doomed)
+        shutil.rmtree(doomed)
+    return removed
 
 
 def _remove_stale_tmp(model_dir: Path, max_age_s: float = 3600) -> None:

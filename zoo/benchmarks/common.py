@@ -1,0 +1,135 @@
+"""What every benchmark suite shares: the machine's description, a bounded timing loop and
+latency statistics.
+
+A suite is a module in `zoo.benchmarks` with
+
+    add_arguments(parser)            # its flags
+    run(args) -> dict                # JSON-serialisable result; baselines measured in the same run
+    markdown(result) -> str          # the summary table(s)
+    plots(result, folder) -> [Path]  # optional: PNGs (matplotlib, Agg backend)
+
+and an entry in `zoo.benchmarks.SUITES`. `zoo benchmark NAME` (and
+`scripts/benchmark.py NAME`) runs it and writes `<name>.json`, `<name>.md` and
+its plots to `benchmarks/results/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import platform
+import time
+from typing import Callable
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (the affinity mask, not the host's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def machine() -> dict:
+    """The machine and the stack, recorded with every result."""
+    import importlib.metadata as md
+
+    def version(name):
+        try:
+            return md.version(name)
+        except md.PackageNotFoundError:
+            return None
+
+    cpu_model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu_model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    packages = ("tensorflow", "keras", "ai-edge-litert", "onnxruntime", "tf2onnx", "tensorflowjs", "torch")
+    return {
+        "cpus": cpu_count(),
+        "cpu_model": cpu_model,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        **{p: version(p) for p in packages},
+    }
+
+
+def percentile(values, q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation, as numpy's default."""
+    xs = sorted(values)
+    if not xs:
+        return math.nan
+    k = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+@dataclasses.dataclass
+class Timing:
+    """Per-call wall times of one measured function, in milliseconds."""
+
+    times_ms: list[float]
+
+    @property
+    def reps(self) -> int:
+        return len(self.times_ms)
+
+    @property
+    def median_ms(self) -> float:
+        return percentile(self.times_ms, 50)
+
+    @property
+    def p90_ms(self) -> float:
+        return percentile(self.times_ms, 90)
+
+    @property
+    def p99_ms(self) -> float:
+        return percentile(self.times_ms, 99)
+
+    def throughput(self, items_per_call: int) -> float:
+        """Items per second at the median call time."""
+        return items_per_call / (self.median_ms / 1e3) if self.median_ms > 0 else math.inf
+
+    def summary(self, items_per_call: int = 1) -> dict:
+        return {
+            "median_ms": round(self.median_ms, 4),
+            "p90_ms": round(self.p90_ms, 4),
+            "reps": self.reps,
+            "throughput_per_s": round(self.throughput(items_per_call), 2),
+        }
+
+
+def measure(fn: Callable[[], object], *, warmup: int = 2, min_reps: int = 5, max_reps: int = 1000,
+            budget_s: float = 2.0) -> Timing:
+    """Times `fn()` after `warmup` untimed calls: at least `min_reps` calls, then more until
+    `budget_s` of measured time or `max_reps` calls, whichever comes first.
+
+    `fn` must block until its result is ready (e.g. call `.numpy()` on a TF result).
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    spent = 0.0
+    while len(times) < max_reps and (len(times) < min_reps or spent < budget_s):
+        t = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t
+        times.append(dt * 1e3)
+        spent += dt
+    return Timing(times)
+
+
+def markdown_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """A Markdown table of `rows` with `columns` given as (key, header); missing values are blank."""
+
+    def cell(v):
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v)
+
+    head = "| " + " | ".join(h for _, h in columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    body = ["| " + " | ".join(cell(r.get(k)) for k, _ in columns) + " |" for r in rows]
+    return "\n".join([head, rule, *body]) + "\n"

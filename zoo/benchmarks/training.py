@@ -1,0 +1,550 @@
+"""Training speed: zoo's `fit` against plain Keras `fit`, the input pipeline, a PyTorch peer.
+
+For each family's reference recipe (CNN `mnist_fast`, MLP `mnist_mlp`, RNN
+`mnist_lstm`) the suite builds the recipe's model twice from the same seed:
+the zoo model (`ZooModel`, compiled by `zoo.training.run.build_and_compile`
+with its train_step features) and a plain `keras.Model` over the same layer
+graph, compiled with the same optimizer, loss, metrics and `jit_compile`. Both
+train on the same batches of the recipe's own tf.data pipeline, cached in
+memory so that I/O does not decide the result, and start from identical
+weights: the first (untimed, tracing) `fit` of each doubles as a parity check
+(same loss after the same steps). Then timed `fit`s alternate zoo, keras,
+keras, zoo, ... (ABBA), so drift on a shared machine cancels; the result is the
+median samples/s and the per-round zoo/keras ratio (median, min, max).
+
+Variants: float32 without XLA (the zoo default on CPU), with XLA
+(`jit_compile=True`), and the mixed-precision policies (`mixed_bfloat16`;
+`mixed_float16` where asked).
+
+Also measured: the training input pipeline alone (samples/s iterating the
+dataset with no model) against the fastest consumption rate, the PyTorch peer
+(`zoo.benchmarks.torch_peer`), achieved GFLOP/s against the machine's matmul
+peak (`zoo.benchmarks.flops`, `zoo.benchmarks.peak`), and optionally time to
+accuracy (`zoo.benchmarks.time_to_accuracy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import zoo.data
+from zoo.architectures import registry
+from zoo.benchmarks.common import machine, markdown_table
+from zoo.training import features
+from zoo.training.config import load_recipe
+from zoo.training.run import build_and_compile, load_splits, make_optimizer
+from zoo.training.tasks import get_task
+
+# Family -> its reference recipe.
+FAMILIES = {"cnn": "mnist_fast", "mlp": "mnist_mlp", "rnn": "mnist_lstm"}
+# Variant -> (jit_compile, mixed precision policy).
+VARIANTS = {
+    "fp32": (False, None),
+    "fp32+xla": (True, None),
+    "bf16": (False, "mixed_bfloat16"),
+    "bf16+xla": (True, "mixed_bfloat16"),
+    "fp16": (False, "mixed_float16"),
+}
+DEFAULT_VARIANTS = ("fp32", "fp32+xla", "bf16")
+TARGET_RATIO = 1.0
+TARGET_HEADROOM = 5.0
+PARITY_TOLERANCE = 1e-5
+
+
+@dataclasses.dataclass
+class Settings:
+    """How long to measure: `rounds` ABBA rounds of fits of `steps` timed steps each, fewer
+    where a step is slow (a fit is kept to about `fit_budget_s`, but at least `min_steps`)."""
+
+    steps: int = 50
+    warmup_steps: int = 3
+    rounds: int = 5
+    parity_steps: int = 5
+    fit_budget_s: float = 1.5
+    min_steps: int = 8
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES),
+                        help="model families to measure (each with its reference recipe)")
+    parser.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS), choices=list(VARIANTS),
+                        help="precision/XLA variants")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="timed steps per fit, at most (default 50; 12 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None, help="ABBA rounds (default 5; 1 with --quick)")
+    parser.add_argument("--efficiency-batch", type=int, default=32,
+                        help="batch size of the extra CNN run whose GFLOP/s is compared with the peak (0: skip)")
+    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer")
+    parser.add_argument("--time-to-accuracy", action="store_true",
+                        help="also run the time-to-accuracy benchmark (minutes)")
+    parser.add_argument("--tta-seeds", type=int, nargs="+", default=[0], help="seeds for --time-to-accuracy")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="also profile 20 zoo CNN train steps: a TensorBoard profiler trace and a cProfile "
+                             "summary in DIR")
+    parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, one round, fp32 only")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args) -> dict:
+    settings = Settings()
+    if getattr(args, "quick", False):
+        settings = Settings(steps=12, warmup_steps=2, rounds=1, parity_steps=3, fit_budget_s=0.5, min_steps=4)
+    settings.steps = args.steps or settings.steps
+    settings.rounds = args.rounds or settings.rounds
+    variants = ["fp32"] if getattr(args, "quick", False) and args.variants == list(DEFAULT_VARIANTS) else args.variants
+    peak = _peak()
+    result = {"benchmark": "training", "machine": machine(), "settings": dataclasses.asdict(settings),
+              "peak": peak, "throughput": [], "pipeline": [], "torch": None, "time_to_accuracy": None}
+    for family in args.families:
+        recipe = FAMILIES[family]
+        for variant in variants:
+            print(f"[training] {family} ({recipe}) {variant}", flush=True)
+            row = compare_fit(recipe, variant, settings, seed=args.seed)
+            row["family"] = family
+            _add_efficiency(row, peak)
+            result["throughput"].append(row)
+            _print_row(row)
+        fastest = max((r for r in result["throughput"] if r["family"] == family and r.get("zoo_samples_per_s")),
+                      key=lambda r: r["zoo_samples_per_s"], default=None)
+        if fastest:
+            print(f"[training] {family} input pipeline alone", flush=True)
+            result["pipeline"].append(pipeline_headroom(recipe, fastest, seed=args.seed))
+    if "cnn" in args.families and args.efficiency_batch:
+        print(f"[training] cnn fp32 at batch {args.efficiency_batch} (efficiency)", flush=True)
+        row = compare_fit(FAMILIES["cnn"], "fp32", settings, seed=args.seed, batch_size=args.efficiency_batch)
+        row["family"] = "cnn"
+        row["purpose"] = "efficiency"
+        _add_efficiency(row, peak)
+        result["throughput"].append(row)
+        _print_row(row)
+    if "cnn" in args.families and not args.no_torch:
+        from zoo.benchmarks import torch_peer
+
+        cnn = next((r for r in result["throughput"] if r["family"] == "cnn" and r["variant"] == "fp32"
+                    and r.get("purpose") != "efficiency"), None)
+        print("[training] PyTorch peer", flush=True)
+        result["torch"] = torch_peer.run(FAMILIES["cnn"], settings, seed=args.seed,
+                                         zoo_samples_per_s=cnn["zoo_samples_per_s"] if cnn else None)
+    if getattr(args, "profile", None):
+        print(f"[training] profiling zoo's CNN train step into {args.profile}", flush=True)
+        result["profile"] = profile_steps(FAMILIES["cnn"], "fp32", args.profile, seed=args.seed)
+    if getattr(args, "time_to_accuracy", False):
+        from zoo.benchmarks import time_to_accuracy
+
+        result["time_to_accuracy"] = time_to_accuracy.run_seeds(seeds=args.tta_seeds)
+    return result
+
+
+# -- zoo fit against keras fit --------------------------------------------------------------------
+
+
+def recipe_config(recipe: str, variant: str, seed: int = 0, **overrides):
+    """The recipe's TrainConfig with the variant's XLA and precision settings."""
+    jit, policy = VARIANTS[variant]
+    return load_recipe(recipe, seed=seed, export_dir=None, jit_compile=jit, mixed_precision=policy, **overrides)
+
+
+def cached_batches(config, steps: int) -> tf.data.Dataset:
+    """`steps` batches of the recipe's training pipeline, held in memory and repeated.
+
+    The batches are materialised first, so every `fit` (of either model) sees
+    the same batches in the same order: a partly filled `cache()` would
+    re-read the reshuffled source instead.
+    """
+    batches = list(load_splits(config)[0].take(steps))
+    stacked = tuple(tf.stack([b[i] for b in batches]) for i in range(len(batches[0])))
+    return tf.data.Dataset.from_tensor_slices(stacked).repeat().prefetch(tf.data.AUTOTUNE)
+
+
+def build_pair(config, steps_per_epoch: int):
+    """(zoo model, plain keras model): the same architecture, initial weights and compile settings."""
+    info = zoo.data.dataset_info(config.dataset)
+    keras.utils.set_random_seed(config.seed)
+    zoo_model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch)
+    # The same seed again: identical weights and identical dropout seed generators.
+    keras.utils.set_random_seed(config.seed)
+    with features.policy_scope(config.mixed_precision):
+        twin = registry.build(config.model, input_shape=info.input_shape, num_classes=info.output_units,
+                              **config.model_overrides)
+    plain = keras.Model(twin.inputs, twin.outputs, name=f"keras_{config.model}")
+    plain.set_weights(zoo_model.get_weights())
+    task = get_task(registry.get_spec(config.model).task)
+    plain.compile(optimizer=make_optimizer(config, steps_per_epoch), loss=task.loss(), metrics=task.metrics(),
+                  jit_compile=zoo_model.jit_compile)
+    return zoo_model, plain
+
+
+class _StepClock(keras.callbacks.Callback):
+    """Wall time at the end of every training batch."""
+
+    def on_train_begin(self, logs=None):
+        self.ends = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.ends.append(time.perf_counter())
+
+
+def timed_fit(model, ds, steps: int, warmup_steps: int) -> tuple[float, float, float]:
+    """One `fit` of `warmup_steps + steps` steps: (steps/s after the first `warmup_steps`, steps per
+    CPU-second of this process over the whole fit, final loss).
+
+    CPU time counts the work, whoever else shares the cores; wall time is what a user waits.
+    """
+    clock = _StepClock()
+    cpu = time.process_time()
+    history = model.fit(ds, epochs=1, steps_per_epoch=warmup_steps + steps, verbose=0, callbacks=[clock],
+                        shuffle=False)
+    cpu = time.process_time() - cpu
+    t = clock.ends
+    return steps / (t[-1] - t[warmup_steps - 1]), (warmup_steps + steps) / cpu, float(history.history["loss"][-1])
+
+
+def compare_fit(recipe: str, variant: str, settings: Settings, seed: int = 0, batch_size: int | None = None) -> dict:
+    """zoo fit against plain Keras fit for one recipe and variant; see the module docstring."""
+    overrides = {"batch_size": batch_size} if batch_size else {}
+    config = recipe_config(recipe, variant, seed, **overrides)
+    row = {"recipe": recipe, "model": config.model, "variant": variant, "batch_size": config.batch_size,
+           "jit_compile": VARIANTS[variant][0], "mixed_precision": VARIANTS[variant][1]}
+    ds = cached_batches(config, settings.warmup_steps + settings.steps)
+    steps_per_epoch = int(load_splits(config)[0].cardinality())
+    try:
+        zoo_model, plain = build_pair(config, steps_per_epoch)
+        row["params"] = zoo_model.count_params()
+        row["identical_initial_weights"] = all(
+            np.array_equal(a, b) for a, b in zip(zoo_model.get_weights(), plain.get_weights()))
+        # Untimed first fits: tracing, and the parity check (same data, same start, same steps).
+        losses, rate = {}, None
+        for name, model in (("zoo", zoo_model), ("keras", plain)):
+            rate, _, losses[name] = timed_fit(model, ds, settings.parity_steps - 1, 1)
+        row["parity"] = {"steps": settings.parity_steps, "zoo_loss": losses["zoo"], "keras_loss": losses["keras"],
+                         "abs_diff": abs(losses["zoo"] - losses["keras"])}
+        steps = max(settings.min_steps, min(settings.steps, int(settings.fit_budget_s * rate)))
+        row["timed_steps_per_fit"] = steps
+        rates, cpu_rates = {"zoo": [], "keras": []}, {"zoo": [], "keras": []}
+        for r in range(settings.rounds):
+            order = ("zoo", "keras") if r % 2 == 0 else ("keras", "zoo")
+            for name in order:
+                model = zoo_model if name == "zoo" else plain
+                steps_per_s, steps_per_cpu_s, _ = timed_fit(model, ds, steps, settings.warmup_steps)
+                rates[name].append(steps_per_s * config.batch_size)
+                cpu_rates[name].append(steps_per_cpu_s * config.batch_size)
+    except Exception as e:  # e.g. a policy or XLA op that this machine's kernels lack
+        row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        return row
+    ratios = [z / k for z, k in zip(rates["zoo"], rates["keras"])]
+    cpu_ratios = [z / k for z, k in zip(cpu_rates["zoo"], cpu_rates["keras"])]
+    row.update({
+        "zoo_samples_per_s": round(statistics.median(rates["zoo"]), 1),
+        "keras_samples_per_s": round(statistics.median(rates["keras"]), 1),
+        "zoo_runs": [round(v, 1) for v in rates["zoo"]],
+        "keras_runs": [round(v, 1) for v in rates["keras"]],
+        "ratio": round(statistics.median(ratios), 3),
+        "ratio_min": round(min(ratios), 3),
+        "ratio_max": round(max(ratios), 3),
+        "ratio_target": TARGET_RATIO,
+        # Samples per CPU-second: the cost of the step itself, robust to other load on the machine.
+        "cpu_ratio": round(statistics.median(cpu_ratios), 3),
+        "cpu_ratio_min": round(min(cpu_ratios), 3),
+        "cpu_ratio_max": round(max(cpu_ratios), 3),
+    })
+    row["passed"] = row["ratio"] >= TARGET_RATIO
+    row["forward_flops_per_sample"] = _forward_flops(zoo_model, config)
+    return row
+
+
+def _print_row(row: dict) -> None:
+    if "error" in row:
+        print(f"  failed: {row['error']}", flush=True)
+        return
+    print(f"  zoo {row['zoo_samples_per_s']:.0f} samples/s, keras {row['keras_samples_per_s']:.0f} samples/s, "
+          f"ratio {row['ratio']:.3f} [{row['ratio_min']:.3f}, {row['ratio_max']:.3f}], "
+          f"per CPU-second {row['cpu_ratio']:.3f} [{row['cpu_ratio_min']:.3f}, {row['cpu_ratio_max']:.3f}], "
+          f"parity |dloss|={row['parity']['abs_diff']:.2e}"
+          + (f", {row['train_gflops']:.1f} GFLOP/s" if row.get("train_gflops") else ""), flush=True)
+
+
+def profile_steps(recipe: str, variant: str, folder, steps: int = 20, seed: int = 0) -> dict:
+    """A TensorBoard profiler trace (op-level, open with TensorBoard's Profile tab) and a cProfile of the
+    host-side Python of `steps` zoo train steps; returns the paths and the top host functions.
+
+    See https://www.tensorflow.org/guide/profiler (tf.profiler.experimental.start/stop).
+    """
+    import cProfile
+    import io
+    import pstats
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = recipe_config(recipe, variant, seed)
+    ds = cached_batches(config, steps)
+    zoo_model, _ = build_pair(config, steps_per_epoch=steps)
+    timed_fit(zoo_model, ds, 3, 2)  # trace outside the profile
+    tf.profiler.experimental.start(str(folder / "tensorboard"))
+    try:
+        timed_fit(zoo_model, ds, steps - 2, 2)
+    finally:
+        tf.profiler.experimental.stop()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    timed_fit(zoo_model, ds, steps - 2, 2)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
+    (folder / "cprofile.txt").write_text(text.getvalue())
+    return {"recipe": recipe, "variant": variant, "steps": steps, "tensorboard_logdir": str(folder / "tensorboard"),
+            "cprofile": str(folder / "cprofile.txt"),
+            "top_ops": op_summary(folder / "tensorboard")}
+
+
+def op_summary(logdir, top: int = 15) -> list[dict] | None:
+    """Per (layer, op) CPU time from the newest profiler trace under `logdir`, largest first.
+
+    Reads the XSpace protobuf the profiler writes (`*.xplane.pb`) directly, so no TensorBoard
+    plugin is needed; None where this TensorFlow does not ship the protobuf.
+    """
+    import collections
+    import re
+
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    except ImportError:
+        return None
+    paths = sorted(Path(logdir).rglob("*.xplane.pb"))
+    if not paths:
+        return None
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(paths[-1].read_bytes())
+    totals = collections.Counter()
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.event_metadata.items()}
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                parts = names.get(event.metadata_id, "").split("/")
+                if len(parts) < 2:  # executor bookkeeping, not an op
+                    continue
+                layer = next((p for p in parts if re.match(r"(stage|block|head|predictions|dense|lstm)", p)), "other")
+                totals[(re.sub(r"_\d+$", "", layer), parts[-1].split(":")[0])] += event.duration_ps / 1e9
+    total = sum(totals.values()) or 1.0
+    return [{"layer": layer, "op": op, "ms": round(ms, 1), "percent": round(100 * ms / total, 1)}
+            for (layer, op), ms in totals.most_common(top)]
+
+
+# -- efficiency -----------------------------------------------------------------------------------
+
+
+def _forward_flops(model, config) -> int | None:
+    try:
+        from zoo.benchmarks.flops import forward_flops
+    except ImportError:
+        return None
+    try:
+        return int(forward_flops(model))
+    except Exception as e:  # counting is best effort; the timing stands without it
+        print(f"  (FLOP count failed: {type(e).__name__}: {e})", flush=True)
+        return None
+
+
+def _peak() -> dict | None:
+    try:
+        from zoo.benchmarks.peak import matmul_peak_gflops
+    except ImportError:
+        return None
+    try:
+        return matmul_peak_gflops()
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def peak_gflops(peak: dict | None) -> float | None:
+    """The machine's float32 matmul peak from `zoo.benchmarks.peak`, whatever its key is called."""
+    if not peak:
+        return None
+    for key in ("peak_gflops", "gflops", "gflops_per_s", "float32_gflops"):
+        if isinstance(peak.get(key), (int, float)):
+            return float(peak[key])
+    numbers = [v for k, v in peak.items() if "gflop" in k.lower() and isinstance(v, (int, float))]
+    return float(max(numbers)) if numbers else None
+
+
+def _add_efficiency(row: dict, peak: dict | None) -> None:
+    """Training costs about 3x the forward FLOPs (forward, then gradients for inputs and weights)."""
+    flops = row.get("forward_flops_per_sample")
+    if not flops or not row.get("zoo_samples_per_s"):
+        return
+    row["train_gflops"] = round(3 * flops * row["zoo_samples_per_s"] / 1e9, 2)
+    top = peak_gflops(peak)
+    if top:
+        row["percent_of_peak"] = round(100 * row["train_gflops"] / top, 1)
+
+
+# -- the input pipeline alone ---------------------------------------------------------------------
+
+
+def pipeline_headroom(recipe: str, consumer: dict, seed: int = 0) -> dict:
+    """Samples/s of the recipe's training pipeline with no model, against the model's rate.
+
+    The first epoch fills the in-memory cache (decode, scale); the second is
+    what every later epoch costs. The headroom compares that steady state
+    with the fastest measured training rate.
+    """
+    config = load_recipe(recipe, seed=seed, export_dir=None)
+    ds = load_splits(config)[0]
+    rates = []
+    for _ in range(2):  # (a partial first pass would cost nearly as much: the shuffle buffer holds the split)
+        n, start = 0, time.perf_counter()
+        for x, _y in ds:
+            n += int(x.shape[0])
+        rates.append(n / (time.perf_counter() - start))
+    consumption = consumer["zoo_samples_per_s"]
+    return {"recipe": recipe, "dataset": config.dataset, "batch_size": config.batch_size,
+            "first_epoch_samples_per_s": round(rates[0], 1), "samples_per_s": round(rates[1], 1),
+            "model_samples_per_s": consumption, "model_variant": consumer["variant"],
+            "headroom": round(rates[1] / consumption, 2), "target": TARGET_HEADROOM,
+            "passed": rates[1] / consumption >= TARGET_HEADROOM}
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def markdown(result: dict) -> str:
+    m = result["machine"]
+    out = [f"# Training benchmark\n\n{m['cpus']} CPUs ({m['cpu_model']}), TensorFlow {m['tensorflow']}, "
+           f"Keras {m['keras']}. zoo `fit` and plain Keras `fit` of the same model, weights, optimizer and "
+           f"cached batches, alternated (ABBA) in one process; samples/s are medians over "
+           f"{result['settings']['rounds']} rounds of up to {result['settings']['steps']} steps (fewer where a "
+           f"step is slow). The per-CPU-second ratio (samples per CPU-second of the process) measures the "
+           f"step's cost independently of other load on the machine.\n"]
+    out.append("## Targets\n")
+    out.append(markdown_table(targets(result), [("target", "target"), ("value", "measured"),
+                                                ("passed", "met")]))
+    out.append("\n## zoo fit against Keras fit\n")
+    rows = [dict(r, ratio_range=f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}",
+                 cpu_range=f"{r['cpu_ratio']:.3f} ({r['cpu_ratio_min']:.3f}-{r['cpu_ratio_max']:.3f})")
+            if "ratio" in r else r for r in result["throughput"]]
+    out.append(markdown_table(rows, [
+        ("family", "family"), ("model", "model"), ("variant", "variant"), ("batch_size", "batch"),
+        ("zoo_samples_per_s", "zoo samples/s"), ("keras_samples_per_s", "Keras samples/s"),
+        ("ratio", "zoo/Keras"), ("ratio_range", "range"), ("cpu_range", "zoo/Keras per CPU-s"),
+        ("train_gflops", "GFLOP/s"),
+        ("percent_of_peak", "% of peak"), ("error", "error")]))
+    top = peak_gflops(result.get("peak"))
+    if top:
+        out.append(f"\nPeak: {top:.0f} GFLOP/s (float32 matmul, `zoo.benchmarks.peak`); training FLOPs are "
+                   f"taken as 3x the forward FLOPs.\n")
+    if result["pipeline"]:
+        out.append("\n## Input pipeline alone\n")
+        out.append(markdown_table(result["pipeline"], [
+            ("recipe", "recipe"), ("first_epoch_samples_per_s", "first epoch samples/s"),
+            ("samples_per_s", "later epochs samples/s"), ("model_samples_per_s", "model samples/s"),
+            ("headroom", "headroom"), ("passed", ">= 5x")]))
+    t = result.get("torch")
+    if t:
+        out.append("\n## PyTorch peer\n")
+        if t.get("skipped"):
+            out.append(f"Skipped: {t['skipped']}\n")
+        else:
+            out.append(markdown_table([t], [
+                ("torch", "torch"), ("threads", "threads"), ("memory_format", "layout"),
+                ("samples_per_s", "torch samples/s"), ("zoo_samples_per_s", "zoo samples/s"),
+                ("ratio", "zoo/torch"), ("params", "params")]))
+    prof = result.get("profile")
+    if prof and prof.get("top_ops"):
+        out.append(f"\n## Where the time goes: zoo {prof['recipe']} {prof['variant']} train step\n\n"
+                   f"TensorFlow profiler, {prof['steps']} steps (trace: `{prof['tensorboard_logdir']}`; host-side "
+                   f"cProfile: `{prof['cprofile']}`). CPU time per layer and op, largest first:\n\n")
+        out.append(markdown_table(prof["top_ops"], [("layer", "layer"), ("op", "op"), ("ms", "ms"),
+                                                    ("percent", "% of op time")]))
+    if result.get("time_to_accuracy"):
+        from zoo.benchmarks import time_to_accuracy
+
+        out.append("\n" + time_to_accuracy.markdown(result["time_to_accuracy"]).replace("# ", "## ", 1))
+    return "".join(out)
+
+
+def targets(result: dict) -> list[dict]:
+    rows = []
+    for r in result["throughput"]:
+        if "ratio" in r:
+            rows.append({"target": f"zoo/Keras fit, {r['family']} {r['variant']} batch {r['batch_size']} >= 1.0",
+                         "value": f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}); "
+                                  f"per CPU-second {r['cpu_ratio']:.3f}",
+                         "passed": r["passed"]})
+    for p in result["pipeline"]:
+        rows.append({"target": f"input pipeline headroom, {p['recipe']} >= 5x", "value": f"{p['headroom']:.1f}x",
+                     "passed": p["passed"]})
+    t = result.get("torch")
+    if t and not t.get("skipped"):
+        rows.append({"target": "zoo/PyTorch training step, convnet_bn (reported)", "value": f"{t['ratio']:.2f}",
+                     "passed": None})
+    tta = result.get("time_to_accuracy")
+    if tta:
+        worst = tta.get("worst_time_to_target_s")
+        rows.append({"target": f"time to {tta['target_test_accuracy']:.1%} <= {tta['target_seconds']:.0f} s",
+                     "value": f"{worst} s (worst of seeds {tta['seeds']})", "passed": tta.get("passed")})
+    return rows
+
+
+def plots(result: dict, folder) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in result["throughput"] if "ratio" in r]
+    paths = []
+    if rows:
+        labels = [f"{r['family']}\n{r['variant']}\nb{r['batch_size']}" for r in rows]
+        torch_row = result.get("torch") or {}
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4))
+        x = np.arange(len(rows))
+        width = 0.28
+        ax.bar(x - width, [r["zoo_samples_per_s"] for r in rows], width, label="zoo fit")
+        ax.bar(x, [r["keras_samples_per_s"] for r in rows], width, label="Keras fit")
+        torch_rate = [torch_row.get("samples_per_s") if r["family"] == "cnn" and r["variant"] == "fp32"
+                      and r["batch_size"] == torch_row.get("batch_size") else 0 for r in rows]
+        if any(torch_rate):
+            ax.bar(x + width, [v or 0 for v in torch_rate], width, label=f"PyTorch {torch_row.get('torch')} eager")
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_ylabel("training samples/s")
+        ax.set_yscale("log")
+        ax.set_title("Training throughput per family and variant")
+        ax.legend()
+        fig.tight_layout()
+        path = folder / "training_throughput.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    if result.get("time_to_accuracy"):
+        from zoo.benchmarks import time_to_accuracy
+
+        paths += time_to_accuracy.plots(result["time_to_accuracy"], folder, stem="training_time_to_accuracy")
+    return paths
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.add_argument("--out", default=None, help="folder for training.json/.md/plots (default: print only)")
+    args = parser.parse_args()
+    result = run(args)
+    print(markdown(result))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "training.json").write_text(json.dumps(result, indent=2))
+        (out / "training.md").write_text(markdown(result))
+        print(plots(result, out))

@@ -1,0 +1,65 @@
+"""One error type for the server and the client, and TF Serving's status-code mapping.
+
+TF Serving reports failures as a canonical status code (the gRPC codes) plus a
+message. Over gRPC the code is the call's status; over REST it becomes an HTTP
+status by `ToHTTPStatusCode` in `tensorflow_serving/model_servers/http_server.cc`
+and the body is `{"error": "<message>"}` (TF Serving REST API doc, "Error").
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from zoo.errors import ZooError
+
+# tensorflow_serving/model_servers/http_server.cc: ToHTTPStatusCode.
+HTTP_STATUS = {
+    "OK": 200,
+    "CANCELLED": 499,
+    "UNKNOWN": 500,
+    "INVALID_ARGUMENT": 400,
+    "DEADLINE_EXCEEDED": 504,
+    "NOT_FOUND": 404,
+    "ALREADY_EXISTS": 409,
+    "PERMISSION_DENIED": 403,
+    "RESOURCE_EXHAUSTED": 429,
+    "FAILED_PRECONDITION": 400,
+    "ABORTED": 409,
+    "OUT_OF_RANGE": 400,
+    "UNIMPLEMENTED": 501,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DATA_LOSS": 500,
+    "UNAUTHENTICATED": 401,
+}
+
+
+class ServingError(ZooError):
+    """A request TF Serving would fail: `code` is the canonical status name, e.g. "NOT_FOUND".
+
+    `http_status` is the REST status the code maps to (or the one the server actually sent).
+    """
+
+    def __init__(self, code: str, message: str, http_status: int | None = None):
+        if code not in HTTP_STATUS:
+            raise ValueError(f"Unknown status code {code!r}. Expected one of: {', '.join(HTTP_STATUS)}.")
+        self.code = code
+        self.message = message
+        self.http_status = http_status or HTTP_STATUS[code]
+        super().__init__(f"{code}: {message}")
+
+    @property
+    def grpc_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode[self.code]
+
+
+class ModelDirError(ZooError, FileNotFoundError):
+    """A base directory that does not exist or holds no published model."""
+
+
+def invalid(message: str) -> ServingError:
+    return ServingError("INVALID_ARGUMENT", message)
+
+
+def not_found(message: str) -> ServingError:
+    return ServingError("NOT_FOUND", message)
