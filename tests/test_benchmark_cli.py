@@ -35,7 +35,7 @@ def fake_suite(monkeypatch):
         return {"benchmark": "fake", "rows": [{"x": i} for i in range(args.size)]}
 
     def markdown(result):
-        return f"| x |\n|---|\n" + "".join(f"| {r['x']} |\n" for r in result["rows"])
+        return "| x |\n|---|\n" + "".join(f"| {r['x']} |\n" for r in result["rows"])
 
     def plots(result, folder):
         path = folder / "fake_suite_rows.png"

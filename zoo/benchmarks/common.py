@@ -133,3 +133,26 @@ def markdown_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
     rule = "|" + "|".join("---" for _ in columns) + "|"
     body = ["| " + " | ".join(cell(r.get(k)) for k, _ in columns) + " |" for r in rows]
     return "\n".join([head, rule, *body]) + "\n"
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend: plots go to files, no display is needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path, dpi: int = 120):
+    """Lays out `fig`, writes it to `path` atomically (a PNG is never seen half-written), closes it."""
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(f".tmp-{path.name}")
+    fig.tight_layout()
+    fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+    os.replace(tmp, path)
+    pyplot().close(fig)
+    return path

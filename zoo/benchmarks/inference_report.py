@@ -218,10 +218,9 @@ def write_csv(result: dict, path: Path) -> Path:
 
 def plots(result: dict, folder) -> list[Path]:
     """inference.csv and three PNGs: latency per format (batch 1), throughput vs batch, % of peak."""
-    import matplotlib
+    from zoo.benchmarks.common import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -255,10 +254,8 @@ def plots(result: dict, folder) -> list[Path]:
     grouped(ax, small, "median_ms", f"median latency at batch {small} (ms, log)", True)
     ax.set_title(f"Latency per format, batch {small}")
     ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    fig.tight_layout()
     paths.append(folder / "inference_latency.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=110)
 
     cols = min(3, len(models))
     nrows = -(-len(models) // cols)
@@ -278,18 +275,14 @@ def plots(result: dict, folder) -> list[Path]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=6)
     fig.suptitle("Throughput against batch size")
-    fig.tight_layout()
     paths.append(folder / "inference_throughput.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=110)
 
     fig, ax = plt.subplots(figsize=(max(9, 2.4 * len(models)), 6))
     grouped(ax, big, "pct_peak", f"% of fp32 matmul peak at batch {big}", False)
     ax.axhline(TARGET_PCT_PEAK, color="k", ls="--", lw=1)
     ax.set_title(f"Efficiency: achieved GFLOP/s as % of the {result['peak']['gflops']:.0f} GFLOP/s matmul peak")
     ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    fig.tight_layout()
     paths.append(folder / "inference_efficiency.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=110)
     return paths

@@ -249,10 +249,9 @@ def markdown(result: dict) -> str:
 
 def plots(result: dict, folder, stem: str = "serving") -> list[Path]:
     """Throughput and p99 latency against the number of clients, per protocol and batching."""
-    import matplotlib
+    from zoo.benchmarks.common import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -272,23 +271,7 @@ def plots(result: dict, folder, stem: str = "serving") -> list[Path]:
         ax.grid(alpha=0.3)
     ax_tp.legend()
     fig.suptitle(f"zoo serve, {result['model']}, {result['machine']['cpus']} CPUs")
-    fig.tight_layout()
     path = folder / f"{stem}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return [path]
 
-
-if __name__ == "__main__":  # a draft run: python -m zoo.benchmarks.serving_load [flags]
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    parser.add_argument("--out", default=None, help="folder for the JSON, Markdown and plot")
-    parsed = parser.parse_args()
-    result = run(parsed)
-    print(markdown(result))
-    if parsed.out:
-        Path(parsed.out).mkdir(parents=True, exist_ok=True)
-        Path(parsed.out, "serving.json").write_text(json.dumps(result, indent=2))
-        print(plots(result, parsed.out))

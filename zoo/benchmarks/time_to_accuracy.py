@@ -190,10 +190,9 @@ def markdown(result: dict) -> str:
 
 def plots(result: dict, folder, stem: str = "time_to_accuracy") -> list[Path]:
     """Test accuracy against training seconds, one line per run."""
-    import matplotlib
+    from zoo.benchmarks.common import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -209,21 +208,7 @@ def plots(result: dict, folder, stem: str = "time_to_accuracy") -> list[Path]:
     ax.set_ylim(97.0, 99.6)
     ax.set_title(f"Time to {result['target_test_accuracy']:.1%} on {result['machine']['cpus']} CPUs")
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
     path = folder / f"{stem}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return [path]
 
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.add_argument("--plots", default=None, help="folder for the plot (default: none)")
-    args = parser.parse_args()
-    result = run(args)
-    print(markdown(result))
-    if args.plots:
-        print(plots(result, args.plots))

@@ -494,10 +494,9 @@ def targets(result: dict) -> list[dict]:
 
 
 def plots(result: dict, folder) -> list[Path]:
-    import matplotlib
+    from zoo.benchmarks.common import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -520,10 +519,8 @@ def plots(result: dict, folder) -> list[Path]:
         ax.set_yscale("log")
         ax.set_title("Training throughput per family and variant")
         ax.legend()
-        fig.tight_layout()
         path = folder / "training_throughput.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        save_figure(fig, path, dpi=120)
         paths.append(path)
     if result.get("time_to_accuracy"):
         from zoo.benchmarks import time_to_accuracy
@@ -531,20 +528,3 @@ def plots(result: dict, folder) -> list[Path]:
         paths += time_to_accuracy.plots(result["time_to_accuracy"], folder, stem="training_time_to_accuracy")
     return paths
 
-
-if __name__ == "__main__":
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.add_argument("--out", default=None, help="folder for training.json/.md/plots (default: print only)")
-    args = parser.parse_args()
-    result = run(args)
-    print(markdown(result))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "training.json").write_text(json.dumps(result, indent=2))
-        (out / "training.md").write_text(markdown(result))
-        print(plots(result, out))
