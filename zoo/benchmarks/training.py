@@ -304,36 +304,23 @@ def profile_steps(recipe: str, variant: str, folder, steps: int = 20, seed: int 
 
 
 def op_summary(logdir, top: int = 15) -> list[dict] | None:
-    """Per (layer, op) CPU time from the newest profiler trace under `logdir`, largest first.
-
-    Reads the XSpace protobuf the profiler writes (`*.xplane.pb`) directly, so no TensorBoard
-    plugin is needed; None where this TensorFlow does not ship the protobuf.
-    """
+    """Per (layer, op) CPU time of the compiled train step from the newest profiler trace under
+    `logdir`, largest first (the executor's `tf_Compute` threads); None where there is no trace."""
     import collections
     import re
 
-    try:
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    except ImportError:
-        return None
-    paths = sorted(Path(logdir).rglob("*.xplane.pb"))
-    if not paths:
-        return None
-    space = xplane_pb2.XSpace()
-    space.ParseFromString(paths[-1].read_bytes())
+    from zoo.benchmarks.profile import xplane_events
+
     totals = collections.Counter()
-    for plane in space.planes:
-        names = {k: v.name for k, v in plane.event_metadata.items()}
-        for line in plane.lines:
-            if not line.name.startswith("tf_Compute"):
-                continue
-            for event in line.events:
-                parts = names.get(event.metadata_id, "").split("/")
-                if len(parts) < 2:  # executor bookkeeping, not an op
-                    continue
-                layer = next((p for p in parts if re.match(r"(stage|block|head|predictions|dense|lstm)", p)), "other")
-                totals[(re.sub(r"_\d+$", "", layer), parts[-1].split(":")[0])] += event.duration_ps / 1e9
-    total = sum(totals.values()) or 1.0
+    for line, name, ms in xplane_events(logdir):
+        parts = name.split("/")
+        if not line.startswith("tf_Compute") or len(parts) < 2:  # executor bookkeeping, not an op
+            continue
+        layer = next((p for p in parts if re.match(r"(stage|block|head|predictions|dense|lstm)", p)), "other")
+        totals[(re.sub(r"_\d+$", "", layer), parts[-1].split(":")[0])] += ms
+    if not totals:
+        return None
+    total = sum(totals.values())
     return [{"layer": layer, "op": op, "ms": round(ms, 1), "percent": round(100 * ms / total, 1)}
             for (layer, op), ms in totals.most_common(top)]
 

@@ -52,13 +52,15 @@ def convert(job: Job) -> Converted:
             with atomic_output(job.target.path) as tmp:
                 if route == "unrolled":
                     example_shape = job.static_input_shape()
-                    _convert(job.unrolled_saved_model(example_shape), tmp, weights, control_flow_v2=False)
+                    split = _convert(job.unrolled_saved_model(example_shape), tmp, weights, control_flow_v2=False)
                     notes.append(unrolled_note(example_shape))
                 else:
                     # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
-                    _convert(job.saved_model(), tmp, weights, control_flow_v2=route == "control_flow_v2")
+                    split = _convert(job.saved_model(), tmp, weights, control_flow_v2=route == "control_flow_v2")
                     if route == "control_flow_v2":
                         notes.append("control flow v2")
+                if split:
+                    notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, job)
         except Exception as e:  # try the next route; the report keeps why this one failed
@@ -74,8 +76,10 @@ def convert(job: Job) -> Converted:
     raise error
 
 
-def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool) -> None:
+def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool) -> int:
+    """Converts; returns how many fused nodes `tfjs_unfuse` had to split."""
     from zoo.deploy._tfjs_shim import convert_tf_saved_model
+    from zoo.deploy.formats.tfjs_unfuse import unfuse_tensor_bias
 
     convert_tf_saved_model()(
         saved_model_dir,
@@ -86,6 +90,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool)
         use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
         control_flow_v2=control_flow_v2,
     )
+    return unfuse_tensor_bias(out_dir)
 
 
 def _runtime_check(model_dir, job: Job) -> list[str]:
