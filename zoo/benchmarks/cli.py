@@ -15,6 +15,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -81,7 +82,8 @@ def write_index(folder: Path) -> Path:
         md = folder / f"{stem}.md"
         if md.is_file():
             pngs = sorted(p.name for p in folder.glob(f"{stem}*.png"))
-            parts.append(f"## {name}\n\n[`{stem}.json`]({stem}.json)\n\n" + md.read_text().strip() + "\n")
+            body = re.sub(r"^(#+) ", r"##\1 ", md.read_text().strip(), flags=re.M)  # under this "## name"
+            parts.append(f"## {name}\n\n[`{stem}.json`]({stem}.json)\n\n" + body + "\n")
             parts += [f"![{p}]({p})\n" for p in pngs]
     return atomic_write_text(folder / "README.md", "\n".join(parts))
 
