@@ -150,14 +150,8 @@ def symbolic_build_is_broken(trainer=None) -> bool:
     cannot do eagerly ("Attempt to convert a value (PerReplica...) to a Tensor"),
     so `fit` fails before the first step (keras-team/keras#20585)."""
     trainer = trainer or _trainer_module()
-    fn = getattr(trainer.TensorFlowTrainer, "_maybe_symbolic_build", None)
-    if fn is None or getattr(fn, "_zoo_fix", False):
-        return False
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        return False
-    return "distribute_strategy.reduce(" in source
+    source = _unfixed_source(getattr(trainer.TensorFlowTrainer, "_maybe_symbolic_build", None))
+    return source is not None and "distribute_strategy.reduce(" in source
 
 
 def scalar_reduce_is_broken(trainer=None) -> bool:
@@ -165,14 +159,18 @@ def scalar_reduce_is_broken(trainer=None) -> bool:
     `strategy.reduce("MEAN", v, axis=0)`, which fails on the scalar loss and
     metrics ("Invalid reduction dimension 0 for input with 0 dimensions")."""
     trainer = trainer or _trainer_module()
-    fn = getattr(trainer, "reduce_per_replica", None)
+    source = _unfixed_source(getattr(trainer, "reduce_per_replica", None))
+    return source is not None and 'strategy.reduce("MEAN", v, axis=0)' in source and "_is_scalar(v)" not in source
+
+
+def _unfixed_source(fn) -> str | None:
+    """The source of Keras's `fn`, or None where it is missing, already ours, or unreadable."""
     if fn is None or getattr(fn, "_zoo_fix", False):
-        return False
+        return None
     try:
-        source = inspect.getsource(fn)
+        return inspect.getsource(fn)
     except (OSError, TypeError):
-        return False
-    return 'strategy.reduce("MEAN", v, axis=0)' in source and "_is_scalar(v)" not in source
+        return None
 
 
 def apply_keras_fixes(trainer=None) -> list[str]:

@@ -63,12 +63,15 @@ class Format:
         return next((o for o in self.options if o.name == name), None)
 
 
+# The check of every option that takes a count or a number >= 1.
+POSITIVE_INT = {"check": lambda v: isinstance(v, int) and v >= 1,
+                "expects": "a positive integer"}
 TFLITE_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
 TFJS_WEIGHTS = ("float32", "float16", "uint16", "uint8")
 ONNX_OPSETS = range(13, 19)  # tf2onnx 1.17 emits up to 18; onnxruntime 1.31 runs all of them
 DEFAULT_ONNX_OPSET = 18
 SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
-                         check=lambda v: isinstance(v, int) and v >= 1, expects="a positive integer")
+                         **POSITIVE_INT)
 
 FORMATS: dict[str, Format] = {
     f.name: f
@@ -83,10 +86,8 @@ FORMATS: dict[str, Format] = {
             options=(
                 Option("serving_dir", "TF Serving base directory (default <out>/saved_model)",
                        check=lambda v: isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"), expects="a path"),
-                Option("version", "explicit version number (default: next free)", check=lambda v: isinstance(v, int) and v >= 1,
-                       expects="a positive integer"),
-                Option("keep", "keep only the newest N versions", check=lambda v: isinstance(v, int) and v >= 1,
-                       expects="a positive integer"),
+                Option("version", "explicit version number (default: next free)", **POSITIVE_INT),
+                Option("keep", "keep only the newest N versions", **POSITIVE_INT),
             ),
         ),
         Format(
@@ -105,7 +106,7 @@ FORMATS: dict[str, Format] = {
                        check=lambda v: isinstance(v, bool), expects="true or false"),
                 Option("representative_data", "calibration inputs for full int8 (array or tf.data of x or (x, y))"),
                 Option("calibration_samples", "how many representative inputs to calibrate on", default=200,
-                       check=lambda v: isinstance(v, int) and v >= 1, expects="a positive integer"),
+                       **POSITIVE_INT),
                 SEQUENCE_LENGTH,
             ),
         ),
