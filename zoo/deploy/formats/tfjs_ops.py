@@ -1,0 +1,81 @@
+"""The ops of a converted TF.js graph model: the one tfjs lacks but can compose (`Erfc`), and the
+check of every op against what tfjs runs, naming the Keras layer of each that it cannot.
+
+Exact GELU (`gelu(approximate=False)`: ConvNeXt, ViTs) lowers to
+`0.5 * x * erfc(-x / sqrt(2))` (`tf.nn.gelu`). tfjs 4.22 has `Erf` but no
+`Erfc`, and the converter rejects the whole model ("Unsupported Ops in the
+model before optimization: Erfc"). So the converter runs with its op check
+off, each `Erfc(z)` in `model.json` becomes `Sub(OnesLike(z), Erf(z))` under
+the same name (no new weight: `OnesLike` makes the constant), and the op
+check runs here instead, against the converter's own op lists
+(`tensorflowjs/op_list/*.json`), with an error that names the layer.
+For very negative inputs `1 - erf` loses the tail that `erfc` keeps:
+|error| < 1e-7 * |x|, far inside the float32 criterion.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from zoo.deploy.diagnose import unsupported_ops_error
+
+# Ops the converter adds itself or that tfjs resolves without a kernel of that name.
+_ALWAYS = frozenset({"Placeholder", "Const", "Identity", "NoOp", "_FusedConv2D", "_FusedMatMul",
+                     "FusedDepthwiseConv2dNative", "Prelu"})
+
+
+@functools.lru_cache(maxsize=1)
+def supported_ops() -> frozenset:
+    """The TensorFlow op names tfjs runs, from the converter's op lists."""
+    import tensorflowjs
+
+    names = set(_ALWAYS)
+    for path in (Path(tensorflowjs.__file__).parent / "op_list").glob("*.json"):
+        names.update(entry["tfOpName"] for entry in json.loads(path.read_text()))
+    return frozenset(names)
+
+
+def _all_nodes(model: dict) -> list:
+    topology = model["modelTopology"]
+    nodes = list(topology.get("node", []))
+    for func in topology.get("library", {}).get("function", []):
+        nodes += func.get("nodeDef", [])
+    return nodes
+
+
+def rewrite_erfc(model_dir) -> int:
+    """Rewrites `model_dir/model.json` in place; returns how many `Erfc` nodes became `1 - Erf`."""
+    path = Path(model_dir) / "model.json"
+    model = json.loads(path.read_text())
+    nodes = model["modelTopology"].get("node", [])
+    out, count = [], 0
+    for node in nodes:
+        if node.get("op") != "Erfc":
+            out.append(node)
+            continue
+        name, (z, *control) = node["name"], node["input"]
+        attr = {"T": node.get("attr", {}).get("T", {"type": "DT_FLOAT"})}
+        out += [
+            {"name": f"{name}/zoo_ones", "op": "OnesLike", "input": [z], "attr": dict(attr)},
+            {"name": f"{name}/zoo_erf", "op": "Erf", "input": [z], "attr": dict(attr)},
+            {"name": name, "op": "Sub", "input": [f"{name}/zoo_ones", f"{name}/zoo_erf", *control], "attr": attr},
+        ]
+        count += 1
+    if count:
+        model["modelTopology"]["node"] = out
+        path.write_text(json.dumps(model))
+    return count
+
+
+def check_ops(model_dir, layers: dict[str, str]) -> None:
+    """Raises `UnsupportedOpsError` for ops of `model_dir/model.json` that tfjs cannot run."""
+    model = json.loads((Path(model_dir) / "model.json").read_text())
+    known = supported_ops()
+    unknown: dict[str, list[str]] = {}
+    for node in _all_nodes(model):
+        if node.get("op") not in known:
+            unknown.setdefault(node.get("op"), []).append(node.get("name", ""))
+    if unknown:
+        raise unsupported_ops_error("TF.js (tfjs 4.22)", unknown, layers)
