@@ -77,7 +77,7 @@ def test_unwritable_output_directory(model, tmp_path):
 
 @pytest.fixture
 def crashing_onnx(monkeypatch):
-    crash = dataclasses.replace(formats.FORMATS["onnx"], module="deploy_crashing_format")
+    crash = dataclasses.replace(formats.FORMATS["onnx"], module="tests.deploy_crashing_format")
     monkeypatch.setitem(formats.FORMATS, "onnx", crash)
 
 
