@@ -144,7 +144,7 @@ def _saved_model(path, threads, x1, model):
 def _litert(path, threads, x1, model):
     from zoo.deploy.formats.tflite import open_runner
 
-    runner = open_runner(path, x1, num_threads=threads)
+    runner = open_runner(path, threads=threads, example=x1)
     notes = [f"fixed batch {runner.fixed_batch}: a batch runs as {runner.fixed_batch}-example calls"
              if runner.fixed_batch else "", "no XNNPACK" if "no XNNPACK" in runner.runtime else ""]
     note = "; ".join(n for n in notes if n)
