@@ -206,6 +206,11 @@ class Runner:
 
     runtime: str = ""
 
+    @property
+    def note(self) -> str:
+        """How this runner ran where its format does not say (a fixed batch, fallback kernels, a backend)."""
+        return ""
+
     def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """Outputs keyed by output name, for a batch of any size."""
         raise NotImplementedError

@@ -171,6 +171,10 @@ class TFJSRunner(Runner):
             raise ValueError(f"backends must be a non-empty subset of {self.BACKENDS}. Received: {backends}")
         self._backends = list(backends)
 
+    @property
+    def note(self) -> str:  # the backend Node ended up on (wasm, or cpu where wasm cannot run the graph)
+        return self.runtime.replace("@tensorflow/", "")
+
     def _run(self, x: np.ndarray, latency_runs: int = 0, warmup: int = 0, **timing):
         errors = []
         while self._backends:

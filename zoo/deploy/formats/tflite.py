@@ -152,6 +152,12 @@ class TFLiteRunner(Runner):
         self._outs = self._runner.get_output_details()
         self.fixed_batch = int(self._in["shape_signature"][0]) if self._in["shape_signature"][0] > 0 else None
 
+    @property
+    def note(self) -> str:
+        notes = [f"fixed batch {self.fixed_batch}: a batch runs as {self.fixed_batch}-example calls"
+                 if self.fixed_batch else "", "no XNNPACK" if "no XNNPACK" in self.runtime else ""]
+        return "; ".join(n for n in notes if n)
+
     def _invoke(self, x):
         if self._in["dtype"] == np.int8:
             scale, zero = self._in["quantization"]
