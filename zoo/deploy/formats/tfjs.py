@@ -37,7 +37,7 @@ PRECISIONS = {"float32": "float32", "float16": "float16", "uint16": "float16", "
 FORMAT = Format(
     name="tfjs",
     artifact="tfjs_{variant}",
-    runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback for RNN graphs; files from disk)",
+    runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback; files from disk)",
     description="TF.js graph model converted from the SavedModel; RNNs via control flow v2 or an unrolled rebuild",
     variant_option="weight_quantization",
     precisions=PRECISIONS,
@@ -145,27 +145,16 @@ def node_runtime() -> tuple[str, str]:
     return node, str(RUNNER_JS)
 
 
-def uses_tensor_lists(model_dir) -> bool:
-    """Whether the graph model holds TensorList ops (Keras RNNs with control flow v2)."""
-    try:
-        return "TensorList" in Path(model_dir, "model.json").read_text()
-    except OSError:
-        return False
-
-
 class TFJSRunner(Runner):
     runtime = "@tensorflow/tfjs in Node"
 
     BACKENDS = ("wasm", "cpu")  # wasm is ~7x faster; cpu runs what wasm cannot (RNN TensorList graphs)
 
-    def __init__(self, path, backends=None):
-        """`backends` to try in order; by default wasm, and the pure-JS cpu backend after it only for
-        graphs with TensorList ops: on a CNN the cpu backend takes minutes per batch, so a CNN that
-        wasm cannot run fails rather than crawls."""
+    def __init__(self, path, backends=BACKENDS):
+        """`backends` to try in order: wasm, and the pure-JS cpu backend where wasm cannot run the graph
+        (RNN TensorList graphs, and unrolled RNNs whose fused matmuls have a rank-3 bias)."""
         self._path = os.path.abspath(path)  # node runs in JS_DIR: relative paths would break
         self._node, self._script = node_runtime()
-        if backends is None:
-            backends = self.BACKENDS if uses_tensor_lists(self._path) else self.BACKENDS[:1]
         unknown = set(backends) - set(self.BACKENDS)
         if not backends or unknown:
             raise ValueError(f"backends must be a non-empty subset of {self.BACKENDS}. Received: {backends}")
