@@ -60,10 +60,16 @@ def saved_model_outputs(path, x):
 
 
 def litert_outputs(path, x):
-    """Outputs of the `.tflite` in LiteRT's Interpreter (batch-1 calls where the signature fixes the batch)."""
-    from ai_edge_litert.interpreter import Interpreter
+    """Outputs of the `.tflite` in LiteRT's Interpreter (batch-1 calls where the signature fixes the batch).
 
-    runner = Interpreter(model_path=str(path)).get_signature_runner(SERVING_SIGNATURE)
+    LiteRT's own kernels, without the XNNPACK delegate zoo's runner uses: XNNPACK refuses some full-int8
+    unrolled RNNs, and the builtin kernels are the reference implementation of every op.
+    """
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interpreter = Interpreter(model_path=str(path),
+                              experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    runner = interpreter.get_signature_runner(SERVING_SIGNATURE)
     ((name, detail),) = runner.get_input_details().items()
     step = detail["shape_signature"][0] if detail["shape_signature"][0] > 0 else len(x)
     return np.concatenate([runner(**{name: x[i : i + step]})["predictions"] for i in range(0, len(x), step)])
