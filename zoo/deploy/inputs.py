@@ -147,6 +147,16 @@ def random_inputs(signature: Signature, vocabularies: dict | None = None, sequen
     return out
 
 
+def for_keras(named: Named) -> dict:
+    """The inputs as `model.predict` takes them: strings as `tf.string` tensors (its data adapter
+    rejects numpy string arrays, "Invalid dtype: str160")."""
+    if not any(v.dtype.kind in "USO" for v in named.values()):
+        return named
+    import tensorflow as tf
+
+    return {k: tf.constant(v) if v.dtype.kind in "USO" else v for k, v in named.items()}
+
+
 def save(path: Path | str, named: Named) -> str:
     """One `.npz` (uncompressed, no pickles: strings as fixed-width unicode) of the named inputs."""
     path = str(path)

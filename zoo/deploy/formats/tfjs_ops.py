@@ -11,6 +11,13 @@ check runs here instead, against the converter's own op lists
 (`tensorflowjs/op_list/*.json`), with an error that names the layer.
 For very negative inputs `1 - erf` loses the tail that `erfc` keeps:
 |error| < 1e-7 * |x|, far inside the float32 criterion.
+
+Lookup tables (`StringLookup`, `IntegerLookup`): tfjs 4.22's `HashTable.find`
+returns the looked-up values stacked into one flat vector, whatever the shape
+of the keys (tfjs-converter `executor/hash_table.js`), so a `(batch, 3)` string
+input comes out as `(batch * 3,)` ids and the next reshape fails ("Size(384)
+must match the product of shape 96,12"). Each `LookupTableFindV2` is followed
+by a `Reshape` to the keys' shape (`reshape_lookups`), as TensorFlow returns it.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ from zoo.deploy.diagnose import unsupported_ops_error
 # Ops the converter adds itself or that tfjs resolves without a kernel of that name.
 _ALWAYS = frozenset({"Placeholder", "Const", "Identity", "NoOp", "_FusedConv2D", "_FusedMatMul",
                      "FusedDepthwiseConv2dNative", "Prelu"})
+
+
+REWRITTEN = frozenset({"Erfc", "StatefulPartitionedCall", "PartitionedCall"})  # rewritten here / inlined by freezing
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,6 +77,58 @@ def rewrite_erfc(model_dir) -> int:
         model["modelTopology"]["node"] = out
         path.write_text(json.dumps(model))
     return count
+
+
+def reshape_lookups(model_dir) -> int:
+    """Rewrites `model_dir/model.json`: every `LookupTableFindV2` output reshaped to its keys' shape.
+
+    The lookup keeps working under `<name>/zoo_flat`; a `Reshape` takes its name, so consumers are
+    untouched. Returns how many lookups were wrapped.
+    """
+    path = Path(model_dir) / "model.json"
+    model = json.loads(path.read_text())
+    nodes = model["modelTopology"].get("node", [])
+    out, count = [], 0
+    for node in nodes:
+        if node.get("op") != "LookupTableFindV2":
+            out.append(node)
+            continue
+        name = node["name"]
+        keys = node["input"][1]
+        attr = node.get("attr", {})
+        out += [
+            {**node, "name": f"{name}/zoo_flat"},
+            {"name": f"{name}/zoo_keys_shape", "op": "Shape", "input": [keys],
+             "attr": {"T": attr.get("Tin", {"type": "DT_STRING"}), "out_type": {"type": "DT_INT32"}}},
+            {"name": name, "op": "Reshape", "input": [f"{name}/zoo_flat", f"{name}/zoo_keys_shape"],
+             "attr": {"T": attr.get("Tout", {"type": "DT_INT64"}), "Tshape": {"type": "DT_INT32"}}},
+        ]
+        count += 1
+    if count:
+        model["modelTopology"]["node"] = out
+        path.write_text(json.dumps(model))
+    return count
+
+
+def check_saved_model_ops(saved_model_dir, layers: dict[str, str], signature_key: str = "serving_default") -> None:
+    """Raises `UnsupportedOpsError` for ops of the SavedModel's frozen signature that tfjs cannot run.
+
+    For when the converter itself fails: with its op check off it can crash on such ops
+    ("AssertionError: Identity is not in graph" for TextVectorization's ragged string ops).
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    loaded = tf.saved_model.load(str(saved_model_dir))  # kept alive: the signature references its variables
+    graph_def = convert_variables_to_constants_v2(loaded.signatures[signature_key]).graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    known = supported_ops() | REWRITTEN
+    unknown: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.op not in known:
+            unknown.setdefault(node.op, []).append(node.name)
+    if unknown:
+        raise unsupported_ops_error("TF.js (tfjs 4.22)", unknown, layers)
 
 
 def check_ops(model_dir, layers: dict[str, str]) -> None:
