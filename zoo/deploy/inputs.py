@@ -110,8 +110,8 @@ def conform(x: Named, signature: Signature, what: str) -> Named:
         expected = info.shape
         if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got)):
             shown = tuple("None" if e is None else e for e in expected)
-            raise DataShapeError(f"{what} has examples of shape {got} for input {info.name!r}, which expects {shown} "
-                                 "(no batch axis; None is any length).")
+            raise DataShapeError(f"{what} has examples of shape {got}, but the model's input {info.name!r} expects "
+                                 f"{shown} (no batch axis; None is any length).")
         if info.is_string:
             if value.dtype.kind not in "USO":
                 raise DataShapeError(f"{what} input {info.name!r} is {value.dtype}; the model takes strings.")
