@@ -1,16 +1,15 @@
 """The one place that builds `tf.distribute` strategies from a name.
 
-Modelled on Model Garden's `get_distribution_strategy`.
+Modelled on Model Garden's `get_distribution_strategy`. TensorFlow is imported inside the functions,
+so the strategy names (`STRATEGIES`, the choices of the `strategy` knob) cost nothing to import:
+`zoo train --help` does not load TensorFlow.
 """
 
 from __future__ import annotations
 
 import functools
 
-import tensorflow as tf
-
 from zoo import multi_worker
-
 from zoo.errors import UnknownNameError, ZooError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu", "parameter_server")
@@ -22,6 +21,8 @@ def split_cpu(n: int) -> list:
     This is how mirrored training is exercised without GPUs: 2 logical CPUs
     give a real 2-replica `MirroredStrategy`.
     """
+    import tensorflow as tf
+
     if n < 1:
         raise ValueError(f"n must be >= 1. Received: n={n}")
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -43,6 +44,8 @@ def _mirrored(devices: tuple) -> tf.distribute.MirroredStrategy:
     # One instance per device set: two MirroredStrategy objects over the same CPUs in one
     # process reuse collective instance keys, and the second one's all-reduce then aborts
     # with "Shape mismatch in the collective instance".
+    import tensorflow as tf
+
     return tf.distribute.MirroredStrategy(devices=list(devices))
 
 
@@ -57,6 +60,8 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
     - tpu: `TPUStrategy` through `TPUClusterResolver`; a clear error where there is no TPU.
     - parameter_server: rejected: Keras 3's `fit` does not support it.
     """
+    import tensorflow as tf
+
     if name not in STRATEGIES:
         raise UnknownNameError("strategy", name, STRATEGIES)
     if name == "multi_worker":
@@ -97,6 +102,8 @@ def _multi_worker():
 
 
 def is_multi_worker(strategy) -> bool:
+    import tensorflow as tf
+
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and strategy.extended._in_multi_worker_mode()
 
 

@@ -85,15 +85,6 @@ def resolve_jit_compile(setting: str | bool) -> bool:
     return setting
 
 
-def load_teacher(config: TrainConfig):
-    """The distillation teacher named by `config.teacher` (a .keras file), or None."""
-    if not config.teacher:
-        return None
-    teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
-    teacher.trainable = False
-    return teacher
-
-
 def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None) -> keras.Model:
     """The registry model for `config`, compiled for its task with its train_step features.
 
@@ -109,7 +100,7 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
         loss=task.loss(),
         metrics=task.metrics(),
         jit_compile=resolve_jit_compile(config.jit_compile),
-        features=features.from_config(config, teacher=load_teacher(config)),
+        features=features.from_config(config),
     )
     return model
 

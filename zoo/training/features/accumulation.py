@@ -23,6 +23,10 @@ class GradientAccumulation(TrainFeature):
             raise ValueError(f"Gradient accumulation needs steps >= 1 (an integer). Received: steps={steps!r}")
         self.steps = steps
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.accumulation_steps)
+
     def build(self, model):
         self._sums = [state_variable(v.shape, "float32", name=f"accum_{i}") for i, v in enumerate(model.trainable_variables)]
         self._count = state_variable((), "int64", name="accum_count")

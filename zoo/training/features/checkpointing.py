@@ -68,6 +68,10 @@ class GradientCheckpointing(TrainFeature):
             raise ValueError(f"segments must be a positive integer or None. Received: segments={segments!r}")
         self.segments = segments
 
+    @classmethod
+    def from_config(cls, config):
+        return cls()
+
     def build(self, model):
         self._segments = segment_models(model, self.segments)
 

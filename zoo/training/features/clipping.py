@@ -22,6 +22,10 @@ class ClipByGlobalNorm(TrainFeature):
             raise ValueError(f"clip_norm must be > 0. Received: clip_norm={clip_norm!r}")
         self.clip_norm = float(clip_norm)
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.clip_norm)
+
     def transform_gradients(self, model, grads):
         norm = global_norm(grads)
         factor = self.clip_norm / tf.maximum(norm, self.clip_norm)

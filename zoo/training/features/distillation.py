@@ -28,6 +28,13 @@ class Distillation(TrainFeature):
             raise ValueError(f"temperature must be > 0. Received: temperature={temperature}")
         self.teacher, self.alpha, self.temperature, self.from_logits = teacher, float(alpha), float(temperature), from_logits
 
+    @classmethod
+    def from_config(cls, config):
+        """The teacher is the saved model `config.teacher` names (loaded frozen, without its optimizer)."""
+        teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
+        teacher.trainable = False
+        return cls(teacher, config.distill_alpha, config.distill_temperature)
+
     def build(self, model):
         student_shape, teacher_shape = tuple(model.output_shape), tuple(self.teacher.output_shape)
         if student_shape != teacher_shape:

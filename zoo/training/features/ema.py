@@ -23,6 +23,10 @@ class EMA(TrainFeature):
             raise ValueError(f"EMA decay must be in (0, 1). Received: decay={decay!r}")
         self.decay = float(decay)
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.ema_decay)
+
     def build(self, model):
         self._model_vars = list(model.trainable_variables)
         self.averages = [

@@ -38,6 +38,10 @@ class BatchMixing(TrainFeature):
             raise ValueError(f"mixup_alpha/cutmix_alpha must be >= 0, one > 0. Received: {mixup_alpha}, {cutmix_alpha}")
         self.mixup_alpha, self.cutmix_alpha, self.seed = float(mixup_alpha), float(cutmix_alpha), int(seed)
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.mixup_alpha, config.cutmix_alpha, seed=config.seed or 0)
+
     def build(self, model):
         if self.cutmix_alpha and len(model.input_shape) != 4:
             raise ValueError(f"CutMix needs image inputs (batch, height, width, channels). Received: {model.input_shape}")

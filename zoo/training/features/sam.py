@@ -21,6 +21,10 @@ class SAM(TrainFeature):
             raise ValueError(f"SAM needs rho > 0. Received: rho={rho!r}")
         self.rho = float(rho)
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.sam_rho)
+
     def wrap_gradients(self, model, grad_fn):
         def sharpness_aware(batch):
             loss, y_pred, grads = grad_fn(batch)
