@@ -111,29 +111,28 @@ def markdown_table(config_class) -> str:
     return "\n".join(rows) + "\n"
 
 
-DOCS_PATH = "docs/training_knobs.md"
-
 
 def docs_page(config_class) -> str:
-    """The docs page of `DOCS_PATH`: every knob, as `zoo train --help` and the recipe loader see it."""
+    """A Markdown page of every knob, as `zoo train --help` and the recipe loader see it."""
     return (
         "# Training knobs\n\n"
         "Every `TrainConfig` field is a knob: a recipe key, a `zoo train` flag (where it has one) and a\n"
         "Python argument, checked the same way everywhere. Generated from the declarations in\n"
-        "`zoo/training/config.py` by `python -m zoo.training.knobs`; do not edit by hand.\n\n"
+        "`zoo/training/config.py` by `python -m zoo.training.knobs`.\n\n"
         + markdown_table(config_class)
     )
 
 
 if __name__ == "__main__":
+    # Printed, not committed: adding a knob stays a one-line change. `python -m zoo.training.knobs PATH`
+    # writes the page to PATH (atomically).
     import sys
-    from pathlib import Path
 
     from zoo.fileio import atomic_write_text
     from zoo.training.config import TrainConfig
 
-    root = Path(__file__).resolve().parents[2]
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else root / DOCS_PATH
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, docs_page(TrainConfig))
-    print(f"wrote {target}")
+    page = docs_page(TrainConfig)
+    if len(sys.argv) > 1:
+        print(f"wrote {atomic_write_text(sys.argv[1], page)}")
+    else:
+        print(page, end="")
