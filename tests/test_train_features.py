@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import zoo
 import zoo.data
-from zoo import distribute
+from zoo.training import distribute
 from zoo.training import TrainConfig, features as F
 from zoo.training.features import checkpointing
 

@@ -74,7 +74,7 @@ def _strip_workers(argv):
 
 def _cmd_train(args) -> int:
     if args.workers and args.workers > 1 and "TF_CONFIG" not in os.environ:
-        from zoo import multi_worker
+        from zoo.training import multi_worker
 
         argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
         if argv and argv[0] == "train":
@@ -85,7 +85,7 @@ def _cmd_train(args) -> int:
         train_config_from_args(args).validate()  # bad input fails here, before any worker starts
         return multi_worker.launch(argv, args.workers)
     if args.cpu_replicas:
-        from zoo import distribute
+        from zoo.training import distribute
 
         distribute.split_cpu(args.cpu_replicas)
     from zoo.training.run import train

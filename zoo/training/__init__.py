@@ -12,7 +12,7 @@ _LAZY = {
     "TrainConfig": "zoo.training.config",
     "list_recipes": "zoo.training.config",
     "load_recipe": "zoo.training.config",
-    "ZooModel": "zoo.training.model",
+    "ZooModel": "zoo.core.model",
     "train": "zoo.training.run",
 }
 

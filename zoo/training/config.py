@@ -13,12 +13,12 @@ import tomllib
 from pathlib import Path
 
 from zoo.core.options import (
-    BOOL, NON_NEGATIVE, NON_NEGATIVE_INT, NUMBER, PATH, POSITIVE, POSITIVE_INT, TEXT, UNIT_CLOSED, UNIT_OPEN,
-    Check, int_range, number_range,
+    BOOL, NON_NEGATIVE, NON_NEGATIVE_INT, NUMBER, PATH, POSITIVE, POSITIVE_INT, TEXT, UNIT_CLOSED, UNIT_OPEN, Check,
+    int_range, number_range,
 )
-from zoo.distribute import STRATEGIES
 from zoo.errors import UnknownNameError, ZooError
 from zoo.fileio import check_dir_creatable
+from zoo.training.distribute import STRATEGIES
 from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, check_values, knob, knobs
 
 RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
@@ -61,7 +61,7 @@ class TrainConfig:
                                   check=number_range(0, 1, hi_open=True))
     augment: tuple = knob((), "image augmentations NAME[:AMOUNT]: translate, rotate, zoom, flip (zoo.training.augment)",
                           check=TEXT, multiple=True, metavar="SPEC,...")
-    strategy: str = knob("auto", "tf.distribute strategy (zoo.distribute)", choices=STRATEGIES)
+    strategy: str = knob("auto", "tf.distribute strategy (zoo.training.distribute)", choices=STRATEGIES)
     seed: int | None = knob(0, "random seed ('none': unseeded)", check=NON_NEGATIVE_INT, none=True)
     out: str = knob("runs", "root of run directories: checkpoints, backup, logs, history.csv", check=PATH, metavar="DIR")
     train_split: str = knob("train", "split to train on, e.g. train[:90%]", check=TEXT, metavar="SPLIT")
@@ -113,7 +113,7 @@ class TrainConfig:
                                group=RUN_GROUP)
     backup_every: int | None = knob(100, "save the resumable state every STEPS steps and at each epoch end",
                                     check=POSITIVE_INT, none=True, metavar="STEPS", group=RUN_GROUP)
-    sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.check.overfit_batch)",
+    sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.training.checks.overfit_batch)",
                               check=BOOL, group=RUN_GROUP)
 
     def validate(self) -> None:

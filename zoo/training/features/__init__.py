@@ -1,4 +1,7 @@
-"""Composable `train_step` features: one small module per feature, one shared interface (`base.TrainFeature`).
+"""Composable `train_step` features: one small module per feature, one shared interface (`TrainFeature`).
+
+The interface (`zoo.core.train_step`) and the model base that runs it (`zoo.core.model.ZooModel`)
+sit in `zoo.core`, below the architectures; the features themselves are training's.
 
 >>> from zoo.training import features
 >>> model.compile("sgd", "sparse_categorical_crossentropy",
@@ -10,13 +13,14 @@ flags) asks for.
 
 from __future__ import annotations
 
+from zoo.core.loss_scaling import LossScaling
+from zoo.core.train_step import Batch, TrainFeature
 from zoo.training.features.accumulation import GradientAccumulation
-from zoo.training.features.base import Batch, TrainFeature
 from zoo.training.features.checkpointing import GradientCheckpointing
 from zoo.training.features.clipping import ClipByGlobalNorm
 from zoo.training.features.distillation import Distillation
 from zoo.training.features.ema import EMA
-from zoo.training.features.mixed_precision import POLICIES, LossScaling, policy_scope
+from zoo.training.features.mixed_precision import POLICIES, policy_scope
 from zoo.training.features.mixing import BatchMixing, CutMix, Mixup
 from zoo.training.features.sam import SAM
 from zoo.training.knobs import active_features

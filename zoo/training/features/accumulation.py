@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, state_variable
+from zoo.core.train_step import TrainFeature, state_variable
 
 
 class GradientAccumulation(TrainFeature):

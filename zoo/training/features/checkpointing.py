@@ -19,7 +19,7 @@ import math
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature
+from zoo.core.train_step import TrainFeature
 
 
 def _topological_nodes(model):

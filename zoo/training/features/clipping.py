@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, global_norm
+from zoo.core.train_step import TrainFeature, global_norm
 
 
 class ClipByGlobalNorm(TrainFeature):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, scale_for_distribution
+from zoo.core.train_step import TrainFeature, scale_for_distribution
 
 
 class Distillation(TrainFeature):
@@ -31,6 +31,8 @@ class Distillation(TrainFeature):
     @classmethod
     def from_config(cls, config):
         """The teacher is the saved model `config.teacher` names (loaded frozen, without its optimizer)."""
+        import zoo.architectures  # noqa: F401  registers zoo's Keras classes for the teacher's file
+
         teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
         teacher.trainable = False
         return cls(teacher, config.distill_alpha, config.distill_temperature)

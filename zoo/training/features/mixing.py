@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import Batch, TrainFeature
+from zoo.core.train_step import Batch, TrainFeature
 
 
 def _neighbour(t):

@@ -8,7 +8,7 @@ updated by both passes.
 
 from __future__ import annotations
 
-from zoo.training.features.base import TrainFeature, add_to_variables, global_norm
+from zoo.core.train_step import TrainFeature, add_to_variables, global_norm
 
 
 class SAM(TrainFeature):

@@ -8,9 +8,13 @@ so the strategy names (`STRATEGIES`, the choices of the `strategy` knob) cost no
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
-from zoo import multi_worker
 from zoo.errors import UnknownNameError, ZooError
+from zoo.training import multi_worker
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu", "parameter_server")
 
@@ -56,7 +60,7 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
     - one_device: `OneDeviceStrategy` on the first GPU, else the CPU.
     - mirrored: `MirroredStrategy` over all GPUs, or else over all logical CPUs (see `split_cpu`).
     - multi_worker: `MultiWorkerMirroredStrategy`, configured through `TF_CONFIG` (see
-      `zoo.multi_worker`: validation, a bounded wait for the other workers, the Keras fixes).
+      `zoo.training.multi_worker`: validation, a bounded wait for the other workers, the Keras fixes).
     - tpu: `TPUStrategy` through `TPUClusterResolver`; a clear error where there is no TPU.
     - parameter_server: rejected: Keras 3's `fit` does not support it.
     """
