@@ -118,21 +118,6 @@ def docs_page(config_class) -> str:
         "# Training knobs\n\n"
         "Every `TrainConfig` field is a knob: a recipe key, a `zoo train` flag (where it has one) and a\n"
         "Python argument, checked the same way everywhere. Generated from the declarations in\n"
-        "`zoo/training/config.py` by `python -m zoo.training.knobs`.\n\n"
+        "`zoo/training/config.py` by `zoo recipes --knobs`.\n\n"
         + markdown_table(config_class)
     )
-
-
-if __name__ == "__main__":
-    # Printed, not committed: adding a knob stays a one-line change. `python -m zoo.training.knobs PATH`
-    # writes the page to PATH (atomically).
-    import sys
-
-    from zoo.fileio import atomic_write_text
-    from zoo.training.config import TrainConfig
-
-    page = docs_page(TrainConfig)
-    if len(sys.argv) > 1:
-        print(f"wrote {atomic_write_text(sys.argv[1], page)}")
-    else:
-        print(page, end="")
