@@ -191,12 +191,37 @@ def _heavy(modules) -> list[str]:
 
 @pytest.mark.parametrize("code", [
     "import zoo",
-    "import zoo.cli; zoo.cli.build_parser()",
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
+    "import zoo.benchmarks; [zoo.benchmarks.suite_summary(m) for m in zoo.benchmarks.SUITES.values()]",
 ])
 def test_light_entry_points_do_not_import_tensorflow(code):
     assert _heavy(_loaded_after(code)) == []
+
+
+def _command_modules():
+    tree = ast.parse((PACKAGE / "cli" / "__init__.py").read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "MODULES")
+    return ast.literal_eval(node.value)
+
+
+_EXPORT_NOT_YET_LIGHT = pytest.mark.xfail(
+    reason="zoo/cli/export.py's add() imports zoo.deploy, which loads TensorFlow; the export side of issue 12 "
+           "makes zoo.deploy lazy. Remove this mark once it has landed.", strict=False)
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(c, marks=_EXPORT_NOT_YET_LIGHT) if c == "export" else c for c in _command_modules()])
+def test_command_parsers_do_not_import_tensorflow(command):
+    """Building a command's parser (what `zoo --help` and `zoo COMMAND --help` do) loads no TensorFlow."""
+    code = (f"import argparse, zoo.cli.{command} as m\n"
+            "m.add(argparse.ArgumentParser().add_subparsers())")
+    assert _heavy(_loaded_after(code)) == []
+
+
+@_EXPORT_NOT_YET_LIGHT
+def test_zoo_help_does_not_import_tensorflow():
+    assert _heavy(_loaded_after("import zoo.cli; zoo.cli.build_parser()")) == []
 
 
 def test_architectures_do_not_load_training_data_or_deploy():
