@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from zoo.deploy.signature import SERVING_SIGNATURE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_train(*args, cwd):
