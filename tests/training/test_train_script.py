@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.deploy.signature import SERVING_SIGNATURE
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,7 +48,7 @@ def test_train_script_end_to_end(tmp_path, real_mnist_dir):
     # The export is the trained model: its accuracy on the same slice matches the script's.
     import zoo.data
 
-    sig = tf.saved_model.load(str(export)).signatures["serving_default"]
+    sig = tf.saved_model.load(str(export)).signatures[SERVING_SIGNATURE]
     correct = total = 0
     for x, y in zoo.data.load("mnist", "test[:1000]", 500, data_dir=real_mnist_dir):
         correct += int((np.argmax(sig(image=x)["predictions"], axis=1) == y.numpy()).sum())
