@@ -30,6 +30,8 @@ def load_model_file(path) -> "keras.Model":  # noqa: F821
         raise ModelFileError(f"Model path {path!r} is not a file (expected a .keras file).")
     if not zipfile.is_zipfile(path):
         raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
+    import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as e:  # Keras raises ValueError, KeyError, OSError, ... for damaged archives
