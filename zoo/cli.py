@@ -216,15 +216,26 @@ def _add_export(sub):
     p.add_argument("--export-dir", default=None, help="TF Serving base dir for the SavedModel (default <out>/saved_model)")
     p.add_argument("--version", type=_positive_int, default=None, help="SavedModel version")
     p.add_argument("--keep", type=_positive_int, default=None, help="keep only the newest N SavedModel versions")
+    _add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_export)
 
 
-def _load_model(ref: str):
+def _add_untrusted_flags(p, keras: bool = False):
+    """The flags with which a user accepts what `zoo scan` found (zoo.deploy.scan)."""
+    p.add_argument("--allow-unsafe-ops", default=None, metavar="OP,OP",
+                   help="accept exactly these ops that `zoo scan` reported (after review); no wildcards")
+    if keras:
+        p.add_argument("--unsafe-deserialization", action="store_true",
+                       help="load .keras files with Keras safe_mode off: Lambda bytecode in the file runs")
+
+
+def _load_model(ref: str, args=None):
     import zoo
     from zoo.deploy.model_io import load_model_file
 
     if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
-        return load_model_file(ref)
+        return load_model_file(ref, allow_unsafe_ops=getattr(args, "allow_unsafe_ops", None) or (),
+                               unsafe_deserialization=getattr(args, "unsafe_deserialization", False))
     return zoo.build(ref)
 
 
@@ -244,7 +255,7 @@ def _export_data(args, quantization: str | None):
 def _cmd_export(args) -> int:
     import zoo.deploy
 
-    model = _load_model(args.model)
+    model = _load_model(args.model, args)
     test, rep, description = _export_data(args, args.quantization)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
@@ -254,6 +265,7 @@ def _cmd_export(args) -> int:
         version=args.version, keep=args.keep, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})},
+        allow_unsafe_ops=args.allow_unsafe_ops, unsafe_deserialization=args.unsafe_deserialization,
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")
@@ -390,6 +402,28 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _add_scan(sub):
+    p = sub.add_parser(
+        "scan", help="list the ops of a model artifact that reach files, the network, processes or run code",
+        description="Reads SavedModel, .keras, .h5, TFLite, ONNX and TF.js artifacts as data, without executing "
+                    "them. Exits 0 only if every artifact is clean, 1 if any holds unsafe ops, 2 on bad input.",
+    )
+    p.add_argument("artifacts", nargs="+", metavar="ARTIFACT", help="a SavedModel directory or a model file")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=_cmd_scan)
+
+
+def _cmd_scan(args) -> int:
+    from zoo.deploy.scan import scan
+
+    reports = [scan(a) for a in args.artifacts]
+    if args.format == "json":
+        print(json.dumps([r.to_dict() for r in reports] if len(reports) > 1 else reports[0].to_dict(), indent=2))
+    else:
+        print("\n".join(r.table() for r in reports))
+    return 0 if all(r.clean for r in reports) else 1
+
+
 def _add_benchmark(sub):
     p = sub.add_parser(
         "benchmark", add_help=False,
@@ -408,7 +442,7 @@ def _cmd_benchmark(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description="Keras 3 model zoo and deployment toolkit.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_train, _add_recipes, _add_export, _add_list, _add_info, _add_data, _add_serve,
+    for add in (_add_train, _add_recipes, _add_export, _add_list, _add_info, _add_data, _add_serve, _add_scan,
                 _add_benchmark):
         add(sub)
     return parser

@@ -21,6 +21,7 @@ from zoo.deploy import model_io
 from zoo.deploy.formats import FORMATS, DEFAULT_FORMATS, OptionError, parse_formats, resolve_options
 from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.report import ExportReport
+from zoo.deploy.scan import parse_allow
 from zoo.deploy.worker import EXPORT_FAILED, InProcess, Worker
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
@@ -62,6 +63,8 @@ def export(
     timeout_s: float = 900,
     card: dict | None = None,
     worker: Worker | None = None,
+    allow_unsafe_ops=(),
+    unsafe_deserialization: bool = False,
 ) -> ExportReport:
     """Exports `model` to `formats` under `out_dir`, verifies each artifact and writes a report.
 
@@ -89,11 +92,15 @@ def export(
         timeout_s: per artifact.
         card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`.
         worker: a `zoo.deploy.worker.Worker` to reuse across exports (saves its start-up); not closed here.
+        allow_unsafe_ops: op names `zoo.deploy.scan` found in the model file that the user reviewed and accepts;
+            a model file with any other finding is refused (`UnsafeArtifactError`) before anything runs.
+        unsafe_deserialization: load the model file with Keras's safe_mode off (Lambda bytecode runs).
 
     Returns:
         An `ExportReport`; `report.ok` is False if any artifact failed. Failures are reported, not raised.
     """
     t_start = time.perf_counter()
+    allow_unsafe_ops = parse_allow(allow_unsafe_ops)
     fmts = tuple(sorted(parse_formats(formats), key=lambda f: list(FORMATS).index(f.name)))
     options = resolve_options(fmts, {
         "quantization": quantization, "representative_data": representative_data, "int8_io": int8_io,
@@ -104,7 +111,8 @@ def export(
     source = None
     if not hasattr(model, "predict"):
         source = os.fspath(model)
-        model = model_io.load_model_file(source)
+        model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
+                                         unsafe_deserialization=unsafe_deserialization)
     input_name, input_shape, input_dtype = model_io.single_input(model)
 
     eval_x, eval_y = _arrays(test_data, max_eval_samples, "test_data", input_name, input_shape)
@@ -140,7 +148,8 @@ def export(
         for target in _targets(fmts, options, out, model.name):
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
-                      verify=verify)
+                      verify=verify, allow_unsafe_ops=allow_unsafe_ops,
+                      unsafe_deserialization=unsafe_deserialization)
             result = {"format": target.format, "variant": target.variant, "precision": target.precision,
                       "options": target.options, **runner.run(job, timeout_s)}
             if target.format == "saved_model" and result["status"] != EXPORT_FAILED:

@@ -53,18 +53,20 @@ def scan(path: Path):
         nonlocal scanned
         for t in initializers:
             check_tensor(t, where)
-        custom = collections.Counter()
+        custom, first = collections.Counter(), {}
         for node in nodes:
             scanned += 1
             if node.domain not in ONNX_STANDARD_DOMAINS and (node.domain, node.op_type) not in local:
-                custom[f"{node.domain}.{node.op_type}"] += 1
+                op = f"{node.domain}.{node.op_type}"
+                custom[op] += 1
+                first.setdefault(op, node.name)
             for attr in node.attribute:
                 if attr.HasField("t"):
                     check_tensor(attr.t, f"{where} node '{node.name}'")
                 for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
                     walk(g.node, f"{where} > node '{node.name}' subgraph '{g.name}'", g.initializer)
         for op, count in custom.items():
-            findings.append(Finding.of(CUSTOM_ONNX_OP, where, op=op, count=count))
+            findings.append(Finding.of(CUSTOM_ONNX_OP, f"{where} node '{first[op]}'", op=op, count=count))
 
     walk(model.graph.node, f"graph '{model.graph.name}'", model.graph.initializer)
     for f in model.functions:
