@@ -63,3 +63,12 @@ def invalid(message: str) -> ServingError:
 
 def not_found(message: str) -> ServingError:
     return ServingError("NOT_FOUND", message)
+
+
+def runtime_error(e: Exception) -> ServingError:
+    """The status of an unexpected failure while serving: memory and TensorFlow's own resource errors
+    are RESOURCE_EXHAUSTED (the request was too big for the server now), anything else INTERNAL."""
+    if isinstance(e, MemoryError) or type(e).__name__ == "ResourceExhaustedError":
+        return ServingError("RESOURCE_EXHAUSTED", f"The server ran out of memory for this request ({type(e).__name__}); "
+                                                  "send smaller batches.")
+    return ServingError("INTERNAL", f"{type(e).__name__}: {e}")
