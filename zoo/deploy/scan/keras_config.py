@@ -23,6 +23,9 @@ from zoo.deploy.scan.report import Finding
 from zoo.deploy.scan.unsafe import CUSTOM_KERAS_CLASS, KERAS_OBJECTS
 
 TRUSTED_PACKAGES = ("keras", "keras_hub", "keras_cv", "keras_nlp")
+# Values, not classes, in Keras 3 configs (serialization_lib.serialize_keras_object).
+DATA_MARKERS = frozenset({"__bytes__", "__ellipsis__", "__keras_tensor__", "__numpy__", "__slice__", "__tensor__",
+                          "__typespec__", "TensorShape", "DType"})
 # Class names legacy configs use that are not exported under these names.
 _LEGACY_NAMES = {"Functional", "Model", "Sequential", "InputLayer"}
 
@@ -76,6 +79,8 @@ def _check(obj: dict, legacy: bool):
         if _trusted_module(module):
             return None
         return CUSTOM_KERAS_CLASS, registered or full, f"custom function {full}: {CUSTOM_KERAS_CLASS.why}"
+    if cls in DATA_MARKERS:
+        return None
     if cls in KERAS_OBJECTS:
         return KERAS_OBJECTS[cls], cls, None
     if legacy and "module" not in obj:
@@ -96,21 +101,21 @@ def scan_config(config, root: str = "", legacy: bool = False):
     `legacy`: the config is Keras 2 style (no `module` fields), as in `.h5` and TF.js files.
     """
     findings, scanned = [], 0
-    todo = [(config, root)]
+    todo = [(config, root, False)]
     while todo:  # iterative: a hostile config may nest deeper than Python's recursion limit
-        node, where = todo.pop()
+        node, where, in_lambda = todo.pop()
         if isinstance(node, list):
-            todo += [(v, where) for v in reversed(node)]
+            todo += [(v, where, in_lambda) for v in reversed(node)]
             continue
         if not isinstance(node, dict):
             continue
         if isinstance(node.get("class_name"), str):
             scanned += 1
             hit = _check(node, legacy)
-            if hit:
+            here = f"{where} > {_label(node)}" if where else _label(node)
+            if hit and not (in_lambda and hit[1] == "__lambda__"):  # a Lambda layer's own function: one finding
                 entry, op, why = hit
-                findings.append(Finding.of(entry, f"{where} > {_label(node)}" if where else _label(node),
-                                           op=op, why=why))
-            where = f"{where} > {_label(node)}" if where else _label(node)
-        todo += [(v, where) for v in reversed(list(node.values())) if isinstance(v, (dict, list))]
+                findings.append(Finding.of(entry, here, op=op, why=why))
+            where, in_lambda = here, in_lambda or node["class_name"] == "Lambda"
+        todo += [(v, where, in_lambda) for v in reversed(list(node.values())) if isinstance(v, (dict, list))]
     return findings, scanned

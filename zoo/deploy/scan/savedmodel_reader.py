@@ -20,6 +20,8 @@ from zoo.deploy.scan.report import ArtifactError
 
 _SAVER = "the saver (restores variables/ at load)"
 _INIT = "the init op (runs at load)"
+# tensorflow/python/saved_model/constants.py: MAIN_OP_KEY, LEGACY_INIT_OP_KEY.
+INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op")
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,6 +68,9 @@ def scan(path: Path):
         for key, sig in meta.signature_def.items():
             label = _INIT if key == "__saved_model_init_op" else f"signature '{key}'"
             entries[label] = [t.name for t in sig.outputs.values()]
+        for key in INIT_COLLECTIONS:  # TF1: the main op and legacy init op run at load
+            if key in meta.collection_def:
+                entries.setdefault(_INIT, []).extend(meta.collection_def[key].node_list.value)
         saver = meta.saver_def
         if saver.restore_op_name or saver.save_tensor_name:
             entries[_SAVER] = [t for t in (saver.restore_op_name, saver.save_tensor_name) if t]
