@@ -127,7 +127,7 @@ def _first_offender(value, ok):
 
 
 def _type_error(name: str, value, dtype) -> Exception:
-    shown = json.dumps(value, allow_nan=True)[:80] if not isinstance(value, bytes) else repr(value)[:80]
+    shown = repr(value)[:80] if isinstance(value, bytes) else json.dumps(value, allow_nan=True, default=repr)[:80]
     return invalid(f"Input '{name}': JSON value {shown} (a JSON {_JSON_TYPE.get(type(value), type(value).__name__)}) "
                    f"is not of expected type {dtype.name}.")
 
@@ -170,9 +170,15 @@ def _to_array(value, name: str, info, booleans_possible: bool = True) -> np.ndar
     dtype = tf.dtypes.as_dtype(info.dtype)
     value = _decode_b64(value)
     if dtype == tf.string:
-        array = np.array(value, dtype=object)
-        if array.size and not all(isinstance(v, (str, bytes)) for v in array.flat):
-            raise _type_error(name, next(v for v in array.flat if not isinstance(v, (str, bytes))), dtype)
+        bad = _first_offender(value, lambda v: isinstance(v, (str, bytes)))
+        if bad is not _NONE:
+            raise _type_error(name, bad, dtype)
+        try:
+            array = np.array(value, dtype=object)
+        except ValueError as e:
+            raise invalid(f"Input '{name}' is not a dense tensor: {str(e).splitlines()[0].rstrip('.')}.") from None
+        if any(isinstance(v, list) for v in array.flat):
+            raise invalid(f"Input '{name}' is not a dense tensor: its nested lists have different lengths.")
         return np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(array) \
             if array.size else array
     if not (dtype.is_floating or dtype.is_integer or dtype == tf.bool) or dtype.is_complex:
@@ -317,7 +323,7 @@ def from_tensor_proto(name: str, proto, max_bytes: int | None = None) -> np.ndar
     try:
         dtype = tf.dtypes.as_dtype(proto.dtype)
         itemsize = 8 if dtype == tf.string else np.dtype(dtype.as_numpy_dtype).itemsize
-    except TypeError as e:
+    except (TypeError, KeyError) as e:  # KeyError: reference dtypes (DT_FLOAT_REF, ...) have no numpy type
         raise invalid(f"Input '{name}' has an unsupported dtype ({e}).") from None
     dims = [d.size for d in proto.tensor_shape.dim]
     if proto.tensor_shape.unknown_rank or any(d < 0 for d in dims):

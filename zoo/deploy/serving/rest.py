@@ -128,7 +128,7 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
             if request.method == "POST" and verb == ":predict":
                 return await predict_call(request, name, version, label)
             if request.method == "POST" and verb in (":classify", ":regress"):
-                raise ServingError("UNIMPLEMENTED", f"{verb[1:]} is not supported by this server; use predict.")
+                _classify_or_regress(store.resolve(name, version, label), verb[1:])
             raise invalid(f"Malformed request: {request.method} {request.url.path}")
         except ServingError as e:
             return _error(e)
@@ -145,9 +145,24 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
         status = getattr(exc, "status_code", 404)
         return _json(codec.error_body(f"Malformed request: {request.method} {request.url.path}"), status)
 
-    return Starlette(routes=[Route("/v1/models/{path:path}", models, methods=["GET", "POST"]),
-                             Route(OPENAPI_PATH, openapi, methods=["GET"])],
-                     exception_handlers={404: malformed, 405: malformed})
+    app = Starlette(routes=[Route("/v1/models/{path:path}", models, methods=["GET", "POST"]),
+                            Route(OPENAPI_PATH, openapi, methods=["GET"])],
+                    exception_handlers={404: malformed, 405: malformed})
+    app.router.redirect_slashes = False  # a trailing slash is a malformed path (404 JSON), as in TF Serving
+    return app
+
+
+def _classify_or_regress(servable, verb: str):
+    """TF Serving's answer for a model without such a signature (`tensorflow_serving/servables/tensorflow/
+    classifier.cc`: "Expected classification signature method_name to be ..."), else UNIMPLEMENTED: this
+    server runs predict only."""
+    method = f"tensorflow/serving/{verb}"
+    found = {key: sig.method_name for key, sig in servable.signature_defs.items()}
+    if method not in found.values():
+        noun = {"classify": "classification", "regress": "regression"}[verb]
+        raise invalid(f"Expected {noun} signature method_name to be {method}; {servable.name} has only "
+                      f"{sorted(set(found.values()))}. Use :predict.")
+    raise ServingError("UNIMPLEMENTED", f"{verb} is not supported by this server; use predict.")
 
 
 OPENAPI_PATH = "/v1/openapi.json"
