@@ -132,25 +132,24 @@ def _type_error(name: str, value, dtype) -> Exception:
                    f"is not of expected type {dtype.name}.")
 
 
-def _check_range(name: str, array: np.ndarray, dtype) -> None:
+def _check_range(name: str, value, array: np.ndarray, dtype) -> None:
     """Refuses numbers the input's dtype cannot hold: json_tensor.cc's IsLosslessDecimal for floats
-    (finite values within range; integers up to 2**mantissa - 1), the dtype's range for integers."""
+    (finite values within range; JSON integers up to 2**mantissa - 1), the dtype's range for integers."""
     target = np.dtype(dtype.as_numpy_dtype)
     if not array.size:
         return
     if target.kind == "f":
         info = np.finfo(target)
-        if array.dtype.kind in "iu":
-            limit = 2 ** (info.nmant + 1) - 1
-            worst = array.flat[int(np.argmax(np.abs(array.astype(np.float64))))]
-            if abs(int(worst)) > limit:
-                raise invalid(f"Input '{name}': cannot convert JSON value {int(worst)} to {dtype.name} without loss "
+        limit = 2 ** (info.nmant + 1) - 1
+        finite = np.abs(array[np.isfinite(array)]) if array.dtype.kind == "f" else np.abs(array)
+        if finite.size and finite.max() > limit:  # rare: only then look for the JSON integers among the values
+            big = _first_offender(value, lambda v: not (type(v) is int and abs(v) > limit))
+            if big is not _NONE:
+                raise invalid(f"Input '{name}': cannot convert JSON value {big} to {dtype.name} without loss "
                               f"of precision (integers up to {limit}).")
-        else:
-            finite = array[np.isfinite(array)]
-            if finite.size and np.abs(finite).max() > info.max:
-                worst = finite.flat[int(np.argmax(np.abs(finite)))]
-                raise invalid(f"Input '{name}': cannot convert JSON value {float(worst)!r} to {dtype.name} without "
+            if array.dtype.kind == "f" and finite.max() > info.max:
+                worst = float(finite.max())
+                raise invalid(f"Input '{name}': cannot convert JSON value {worst!r} to {dtype.name} without "
                               f"loss of precision (it overflows: the largest {dtype.name} is {float(info.max):.7g}).")
     elif target.kind in "iu":
         info = np.iinfo(target)
@@ -203,7 +202,7 @@ def _to_array(value, name: str, info, booleans_possible: bool = True) -> np.ndar
             raise _type_error(name, bad, dtype)
         if array.dtype.kind not in kinds:  # integers beyond 64 bits, which numpy keeps as objects
             raise invalid(f"Input '{name}' holds integers beyond 64 bits, out of range for {dtype.name}.")
-    _check_range(name, array, dtype)
+    _check_range(name, value, array, dtype)
     return array.astype(dtype.as_numpy_dtype)
 
 
