@@ -1,4 +1,7 @@
-"""Model facts the exporters share: loading with clear errors, inputs, recurrent layers, unrolled copies."""
+"""Model facts the exporters share: loading with clear errors, inputs, recurrent layers, unrolled copies.
+
+Imports Keras only inside the functions, so the format modules that use it stay light to import.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import copy
 import functools
 import os
 import zipfile
-
-import keras
 
 from zoo.errors import ZooError
 
@@ -18,7 +19,7 @@ class ModelFileError(ZooError, ValueError):
     """A model path that is missing or is not a loadable .keras file."""
 
 
-def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> keras.Model:
+def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> "keras.Model":  # noqa: F821
     """Loads a `.keras` file after scanning it; a missing, corrupt or refused file is a clear error.
 
     The file is first read as data by `zoo.deploy.scan` (`require_safe`): Lambda layers, custom
@@ -43,6 +44,10 @@ def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool =
     if not zipfile.is_zipfile(path):
         raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
     report = scan.require_safe(path, allow_unsafe_ops)
+    import keras
+
+    import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+
     try:
         return keras.saving.load_model(path, safe_mode=not unsafe_deserialization)
     except Exception as e:  # Keras raises ValueError, KeyError, OSError, ... for damaged archives
@@ -60,11 +65,11 @@ SAFE_MODE_REFUSES = ("Lambda", "__lambda__", "TFSMLayer")
 
 
 @functools.lru_cache(maxsize=2)
-def cached_model(path: str, allow_unsafe_ops: tuple = (), unsafe_deserialization: bool = False) -> keras.Model:
+def cached_model(path: str, allow_unsafe_ops: tuple = (), unsafe_deserialization: bool = False) -> "keras.Model":  # noqa: F821,E501
     return load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
 
 
-def single_input(model: keras.Model):
+def single_input(model):
     """(name, per-example shape, dtype) of the model's one input."""
     if len(model.inputs) != 1:
         raise ZooError(f"Export supports single-input models; {model.name} has {len(model.inputs)} inputs.")
@@ -72,8 +77,10 @@ def single_input(model: keras.Model):
     return t._keras_history.operation.name, tuple(t.shape[1:]), str(t.dtype)
 
 
-def recurrent_layers(model: keras.Model) -> list[str]:
+def recurrent_layers(model) -> list[str]:
     """Class names of the recurrent layers anywhere in the model (inside Bidirectional and nested models too)."""
+    import keras
+
     found = []
 
     def walk(layer):
@@ -89,7 +96,7 @@ def recurrent_layers(model: keras.Model) -> list[str]:
     return found
 
 
-def unrolled_copy(model: keras.Model, example_shape: tuple) -> keras.Model:
+def unrolled_copy(model, example_shape: tuple):
     """The same model with every RNN layer `unroll=True` and a static input shape, weights copied.
 
     Unrolled RNNs are plain feed-forward graphs (no while loop, no TensorList),
