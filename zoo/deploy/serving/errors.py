@@ -8,8 +8,6 @@ and the body is `{"error": "<message>"}` (TF Serving REST API doc, "Error").
 
 from __future__ import annotations
 
-import grpc
-
 from zoo.errors import ZooError
 
 # tensorflow_serving/model_servers/http_server.cc: ToHTTPStatusCode.
@@ -49,7 +47,10 @@ class ServingError(ZooError):
         super().__init__(f"{code}: {message}")
 
     @property
-    def grpc_code(self) -> grpc.StatusCode:
+    def grpc_code(self):
+        """The `grpc.StatusCode` (grpc imported here: `zoo serve --help` declares limits without it)."""
+        import grpc
+
         return grpc.StatusCode[self.code]
 
 
