@@ -206,6 +206,14 @@ def measure(clients: int = 32, before_s: float = 3.0, after_s: float = 3.0) -> d
     }
 
 
+def _last_old(t) -> str:
+    if t is None:
+        return "version 1 never answered."
+    if t < 0:
+        return f"version 1 answered last {-t:.2f} s before it was removed (new requests had moved to version 2)."
+    return f"version 1 answered last {t:.2f} s after its removal (requests that had resolved it finish on it)."
+
+
 def markdown(result: dict) -> str:
     m = result["machine"]
     rows = [{"protocol": p, **{f"version {v}": n for v, n in counts.items()}}
@@ -217,8 +225,7 @@ def markdown(result: dict) -> str:
         f"{m['tensorflow']}.\n\n"
         f"**{result['requests']} requests, {result['failed']} failed, "
         f"{result['answers_from_neither_version']} answers matching neither version.** Version 2 answered first "
-        f"{result['new_version_first_answer_s']} s after it was published; version 1's last answer came "
-        f"{result['old_version_last_answer_after_removal_s']} s after its removal (requests that had resolved it "
-        "finish on it).\n\n"
+        f"{result['new_version_first_answer_s']} s after `publish` was called (export, poll, load, warmup); "
+        + _last_old(result['old_version_last_answer_after_removal_s']) + "\n\n"
         + markdown_table(rows, [("protocol", "protocol")] + [(v, f"answers from {v}") for v in versions])
     )
