@@ -22,10 +22,12 @@ BUILDERS = [n for n in zoo.list_models() if registry.get_spec(n).variant_of is N
 
 
 def is_auto_named(layer) -> bool:
-    """Keras' automatic names: the class name in snake case, maybe numbered (`conv2d`, `re_lu_3`)."""
+    """Keras' automatic names: the class name in snake case, numbered (`re_lu_3`), or bare
+    (`conv2d`) on a layer with weights, which weight files find by name (a `flatten` may be chosen)."""
     auto = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", type(layer).__name__)  # keras.src.utils.naming.to_snake_case
     auto = re.sub("([a-z])([A-Z])", r"\1_\2", auto).lower()
-    return re.fullmatch(rf"{re.escape(auto)}(_\d+)?", layer.name) is not None
+    return re.fullmatch(rf"{re.escape(auto)}_\d+", layer.name) is not None or (
+        layer.name == auto and bool(layer.weights))
 
 
 def small_input_shape(name):
