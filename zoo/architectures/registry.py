@@ -157,6 +157,11 @@ def list_models(pattern: str | list[str] = "*", family: str | None = None) -> li
     return sorted(names, key=_natural_key)
 
 
+def list_registered() -> list[str]:
+    """Every registered name, in registration order (a family's smallest variant first)."""
+    return list(_REGISTRY)
+
+
 def get_spec(name: str) -> ModelSpec:
     """The spec of a registered model; unknown names get close suggestions."""
     try:
@@ -167,7 +172,7 @@ def get_spec(name: str) -> ModelSpec:
 
 def build(name: str, input_shape=None, num_classes=None, *, weights=None, skip_mismatch: bool = False,
           new_head: bool = False, **overrides):
-    """Builds a registered architecture as a `zoo.training.ZooModel`, optionally with pretrained weights.
+    """Builds a registered architecture as a `zoo.core.model.ZooModel`, optionally with pretrained weights.
 
     Args:
         name: a name from `list_models()`.

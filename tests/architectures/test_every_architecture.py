@@ -1,0 +1,95 @@
+"""What every registered architecture must do (issue: the zoo).
+
+Runs over `zoo.list_models()`, so a new architecture is covered the moment it
+is registered. Large default inputs are shrunk to keep the suite fast.
+"""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+import zoo.data
+from zoo.architectures import registry
+from zoo.training import ZooModel
+from tests.conftest import params_marking_variants_slow
+
+
+def is_auto_named(layer) -> bool:
+    """Keras' automatic names: the class name in snake case, numbered (`re_lu_3`), or bare
+    (`conv2d`) on a layer with weights, which weight files find by name (a `flatten` may be chosen)."""
+    auto = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", type(layer).__name__)  # keras.src.utils.naming.to_snake_case
+    auto = re.sub("([a-z])([A-Z])", r"\1_\2", auto).lower()
+    return re.fullmatch(rf"{re.escape(auto)}_\d+", layer.name) is not None or (
+        layer.name == auto and bool(layer.weights))
+
+
+def small_input_shape(name):
+    return registry.get_spec(name).small_input_shape
+
+
+def sample_input(name, batch=2, seed=0):
+    spec = registry.get_spec(name)
+    shape = tuple(d or 7 for d in small_input_shape(name))
+    rng = np.random.default_rng(seed)
+    if spec.input_dtype.startswith("int"):
+        return rng.integers(1, spec.num_classes, (batch, *shape)).astype(spec.input_dtype)
+    return rng.random((batch, *shape), dtype=np.float32)
+
+
+def build_small(name, **kwargs):
+    return zoo.build(name, input_shape=small_input_shape(name), **kwargs)
+
+
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def test_builds_in_a_strategy_scope_with_named_layers(name):
+    from zoo.training import distribute
+
+    with distribute.strategy("mirrored").scope():
+        model = build_small(name)
+    assert isinstance(model, ZooModel)
+    auto_named = [layer.name for layer in model.layers if is_auto_named(layer)]
+    assert not auto_named, f"layers without a readable name: {auto_named}"
+
+
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def test_mixed_float16_keeps_float32_outputs(name):
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = build_small(name)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    out = model.predict(sample_input(name), verbose=0)
+    assert out.dtype == np.float32 and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def test_keras_round_trip_is_identical(name, tmp_path):
+    model = build_small(name)
+    x = sample_input(name)
+    path = tmp_path / f"{name}.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is type(model)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def test_trains_through_the_training_base_on_tf_data(name):
+    keras.utils.set_random_seed(0)
+    model = build_small(name)
+    x = sample_input(name, batch=8)
+    y_pred = model.predict(x, verbose=0)
+    spec = registry.get_spec(name)
+    if spec.task == "classification":
+        y = np.arange(8) % y_pred.shape[-1]
+        loss = "sparse_categorical_crossentropy"
+    else:
+        y = np.zeros_like(y_pred)
+        loss = "mse"
+    model.compile(keras.optimizers.Adam(1e-3), loss, jit_compile=False)
+    history = model.fit(zoo.data.from_arrays(x, y, batch_size=4), epochs=2, verbose=0).history["loss"]
+    assert np.isfinite(history).all()
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(model.get_weights(), build_small(name).get_weights()))

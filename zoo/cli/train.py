@@ -1,0 +1,113 @@
+"""`zoo train`: run a recipe, with flags overriding its values."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from zoo.cli.common import positive_int as _positive_int
+
+
+def add(sub):
+    # Light imports only: the knob declarations import no TensorFlow.
+    from zoo.core.options import add_arguments
+    from zoo.training.config import DEFAULT_RECIPE, TrainConfig
+    from zoo.training.knobs import RUN_GROUP, knobs
+
+    p = sub.add_parser(
+        "train",
+        help="train a registry model with model.fit, evaluate, export a SavedModel",
+        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}); each flag given overrides the recipe's value. "
+                    "Defaults shown are TrainConfig's, used where the recipe does not set the key.",
+    )
+    p.add_argument("--recipe", default=DEFAULT_RECIPE, help="recipe name (see `zoo recipes`) or a .toml path")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
+    p.add_argument("--cpu-replicas", type=_positive_int, default=None,
+                   help="split the CPU into N logical devices (for --strategy mirrored without GPUs)")
+    groups = add_arguments(p, knobs(TrainConfig))
+    groups[RUN_GROUP].add_argument("--workers", type=_positive_int, metavar="N",
+                                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
+    p.set_defaults(func=_cmd_train)
+
+
+def _parse_overrides(items):
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    return overrides
+
+
+def train_config_from_args(args):
+    """The recipe named by --recipe, with every flag the user gave applied on top."""
+    from zoo.core.options import given_values
+    from zoo.training.config import TrainConfig, load_recipe
+    from zoo.training.knobs import knobs
+
+    changes = given_values(args, knobs(TrainConfig))
+    config = load_recipe(args.recipe)
+    if "model" in changes and changes["model"] != config.model:
+        config.model_overrides = {}  # the recipe's overrides were for its own model
+    if args.set:
+        changes["model_overrides"] = {**config.model_overrides, **_parse_overrides(args.set)}
+    return config.replace(**changes)
+
+
+def _strip_workers(argv):
+    out, skip = [], False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == "--workers":
+            skip = True
+        elif not item.startswith("--workers="):
+            out.append(item)
+    return out
+
+
+def _cmd_train(args) -> int:
+    if args.workers and args.workers > 1 and "TF_CONFIG" not in os.environ:
+        from zoo.training import multi_worker
+
+        argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
+        if argv and argv[0] == "train":
+            argv = argv[1:]
+        if "--strategy" in argv:
+            i = argv.index("--strategy")
+            del argv[i:i + 2]
+        train_config_from_args(args).validate()  # bad input fails here, before any worker starts
+        return multi_worker.launch(argv, args.workers)
+    if args.cpu_replicas:
+        from zoo.training import distribute
+
+        distribute.split_cpu(args.cpu_replicas)
+    from zoo.training.run import train
+
+    config = train_config_from_args(args)
+    result = train(config)
+    print()
+    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.dataset})")
+    print(f"run directory:        {result.run_dir}")
+    if result.resumed_from:
+        r = result.resumed_from
+        print(f"resumed from:         epoch {r['epoch'] + 1}, step {r['step_in_epoch']} (global step {r['global_step']})")
+    if result.export_path:
+        print(f"export path:          {result.export_path}")
+    for key, value in result.test_metrics.items():
+        label = f"test {key}:"
+        print(f"{label:<22}{value:.4f}" if key != "accuracy" else f"{label:<22}{value:.4f} ({value:.2%})")
+    if result.baseline:
+        b = result.baseline
+        print(f"baseline {b['name']}: test {b['metric']} {b['value']:.4f}")
+    print(f"training wall time:   {result.train_time_s:.1f} s")
+    if config.target is not None:
+        reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"
+        print(f"time to target {config.target:g}: {reached}")
+    return 0
