@@ -16,7 +16,8 @@ import numpy as np
 def write_keras_applications_h5(model, path):
     """Writes `model`'s weights as keras.applications' `.h5` downloads are laid out."""
     with h5py.File(path, "w") as f:
-        f.attrs["layer_names"] = [layer.name.encode() for layer in model.layers]
+        # As Keras 2's save_attributes_to_hdf5_group: fixed-length byte strings.
+        f.attrs["layer_names"] = np.asarray([layer.name.encode() for layer in model.layers])
         f.attrs["backend"] = b"tensorflow"
         f.attrs["keras_version"] = b"2.2.4"
         for layer in model.layers:
@@ -27,7 +28,7 @@ def write_keras_applications_h5(model, path):
                 owner = w.path.split("/")[-2]
                 depthwise = isinstance(layer, keras.layers.DepthwiseConv2D) and w.name == "kernel"
                 names.append(f"{owner}/{'depthwise_kernel' if depthwise else w.name}:0")
-            group.attrs["weight_names"] = [n.encode() for n in names]
+            group.attrs["weight_names"] = np.asarray([n.encode() for n in names])
             for n, w in zip(names, weights):
                 group.create_dataset(n, data=np.asarray(w))
     return path

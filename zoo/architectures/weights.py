@@ -250,7 +250,7 @@ def _align(layer, entry: FileLayer) -> tuple[list | None, str | None]:
     wanted = [_WEIGHT_NAME_ALIASES.get(w.name, w.name) for w in targets]
     given = [_WEIGHT_NAME_ALIASES.get(n, n) for n in entry.weight_names]
     arrays = list(entry.arrays)
-    if sorted(wanted) == sorted(given) and len(set(wanted)) == len(wanted):
+    if None not in given and sorted(wanted) == sorted(given) and len(set(wanted)) == len(wanted):
         arrays = [entry.arrays[given.index(n)] for n in wanted]
     for w, a in zip(targets, arrays):
         if tuple(w.shape) != tuple(a.shape):
