@@ -128,6 +128,8 @@ class Job:
     recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers
     model_path_error: str | None = None  # why model_path is None
     model_name: str = "model"
+    allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)
+    unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)
@@ -152,7 +154,7 @@ class Job:
         if self.model_path is None:
             raise ZooError("this route rebuilds the Keras model from a .keras file, and the model could not be "
                            f"saved as one: {self.model_path_error}")
-        return model_io.cached_model(self.model_path)
+        return model_io.cached_model(self.model_path, tuple(self.allow_unsafe_ops), self.unsafe_deserialization)
 
     def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
         """A SavedModel of the model: this export's own, else one written once to the scratch space.
