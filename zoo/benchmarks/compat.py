@@ -65,7 +65,6 @@ APPLICATIONS = (
     _app("MobileNetV3", "MobileNetV3Small", 32), _app("MobileNetV3", "MobileNetV3Large", 32),
     _app("EfficientNet", "EfficientNetB0", 32), _app("EfficientNetV2", "EfficientNetV2B0", 32),
     _app("ConvNeXt", "ConvNeXtTiny", 32), _app("NASNet", "NASNetMobile", 32),
-    _app("RegNet", "RegNetX002", 32), _app("RegNet", "RegNetY002", 32), _app("ResNetRS", "ResNetRS50", 32),
 )
 MORE_APPLICATIONS = (
     _app("ResNet", "ResNet101", 32), _app("ResNet", "ResNet152", 32), _app("ResNetV2", "ResNet101V2", 32),
@@ -128,19 +127,22 @@ def _cell_key(fmt: str, precision: str) -> str:
 
 
 def _inputs(model, n: int, seed: int):
-    """Random inputs: images in [0, 255]; ids in [0, 100); masks all ones (a real padding mask has them)."""
+    """Random inputs: images in [0, 255]; token ids in [0, 100), segment ids in {0, 1}, masks all ones;
+    strings from the vocabulary of the lookup layer that reads them."""
+    from zoo.deploy import inputs, model_io
     from zoo.deploy.trace import signature_of
 
+    signature = signature_of(model)
+    out = inputs.random_inputs(signature, model_io.input_vocabularies(model, signature), n=n, seed=seed)
     rng = np.random.default_rng(seed)
-    out = {}
-    for info in signature_of(model).inputs:
-        shape = (n, *(d or 16 for d in info.shape))
-        if info.dtype.startswith("int"):
+    for info in signature.inputs:
+        value = out[info.name]
+        if info.dtype.startswith("int") and not model_io.input_vocabularies(model, signature).get(info.name):
             high = 2 if "segment" in info.name else 100
-            value = np.ones(shape) if "mask" in info.name else rng.integers(0, high, shape)
+            value = np.ones(value.shape) if "mask" in info.name else rng.integers(0, high, value.shape)
             out[info.name] = value.astype(info.dtype)
-        else:
-            out[info.name] = (rng.random(shape, dtype=np.float32) * 255).astype(info.dtype)
+        elif info.dtype.startswith("float"):
+            out[info.name] = (value * 255).astype(info.dtype)
     return out
 
 
@@ -191,9 +193,24 @@ def load(path: Path) -> dict:
         return {"models": {}}
 
 
-def run(names=None, *, results_dir=RESULTS_DIR, work_dir=None, include_more=False, include_hub=True,
-        resume: bool = True, progress=print) -> dict:
-    """Runs the matrix (or the models named), saving after each model; `resume` skips done cells."""
+def by_name(names) -> list[Candidate]:
+    """The candidates named (any of the default, `--all` and keras-hub lists), unknown names suggested."""
+    from zoo.errors import UnknownNameError
+
+    known = {c.name: c for c in [*APPLICATIONS, *MORE_APPLICATIONS, *KERAS_HUB]}
+    for n in names:
+        if n not in known:
+            raise UnknownNameError("compatibility-matrix model", n, known)
+    return [known[n] for n in names]
+
+
+def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=CELLS, resume: bool = True,
+        progress=print) -> dict:
+    """Runs the matrix over `pool` (default: `candidates()`), one model at a time, saving after each.
+
+    With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
+    is a result too; run without `resume` to redo them).
+    """
     import shutil
     import tempfile
 
@@ -201,42 +218,31 @@ def run(names=None, *, results_dir=RESULTS_DIR, work_dir=None, include_more=Fals
     from zoo.deploy.report import package_versions
 
     results_dir = ensure_dir(results_dir)
-    json_path = results_dir / "compat.json"
-    data = load(json_path) if resume else {"models": {}}
-    pool = candidates(include_more, include_hub)
-    if names:
-        by_name = {c.name: c for c in [*APPLICATIONS, *MORE_APPLICATIONS, *KERAS_HUB]}
-        from zoo.errors import UnknownNameError
-
-        pool = []
-        for n in names:
-            if n not in by_name:
-                raise UnknownNameError("compatibility-matrix model", n, by_name)
-            pool.append(by_name[n])
-    work = Path(work_dir or tempfile.mkdtemp(prefix="zoo-compat-"))
+    data = load(results_dir / "compat.json") if resume else {"models": {}}
+    data.setdefault("models", {})
+    work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
     process = ConversionProcess(log_path=work / "conversion.log")
     try:
-        for candidate in pool:
-            done = data["models"].get(candidate.name, {}).get("cells", {})
-            todo = [c for c in CELLS if _cell_key(*c) not in done]
+        for candidate in pool if pool is not None else candidates():
+            done = data["models"].get(candidate.name, {}).get("cells", {}) if resume else {}
+            todo = [c for c in cells if _cell_key(*c) not in done]
             if not todo:
                 continue
             if progress:
                 progress(f"{candidate.name}: {', '.join(_cell_key(*c) for c in todo)} ...")
             row = run_model(candidate, work, todo, process)
             shutil.rmtree(work / candidate.name, ignore_errors=True)
-            previous = data["models"].get(candidate.name, {})
-            row["cells"] = {**previous.get("cells", {}), **row["cells"]}
+            row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                         versions=package_versions(), cells=[_cell_key(*c) for c in CELLS])
             save(data, results_dir)
             if progress:
-                progress(f"{candidate.name}: " + ", ".join(f"{k} {v['status']}" for k, v in row["cells"].items()))
+                progress(f"{candidate.name} ({row['seconds']} s): "
+                         + ", ".join(f"{k} {v['status']}" for k, v in row["cells"].items()))
     finally:
         process.close()
-        if work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     return data
 
 

@@ -125,13 +125,13 @@ def conform(x: Named, signature: Signature, what: str) -> Named:
 
 
 def random_inputs(signature: Signature, vocabularies: dict | None = None, sequence_length: int | None = None,
-                  n: int | None = None) -> Named:
+                  n: int | None = None, seed: int = 0) -> Named:
     """Random inputs of the right shapes and dtypes, when the caller gives no test data.
 
     Floats uniform in [0, 1); integers and strings drawn from `vocabularies` (input name -> values, e.g.
     the vocabulary of the lookup layer that reads it) when known, else integers in {0, 1}.
     """
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     n = n or RANDOM_EVAL_SAMPLES
     out = {}
     for info in signature.inputs:
