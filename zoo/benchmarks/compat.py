@@ -157,7 +157,11 @@ KERAS_HUB = (
 
 
 def candidates(include_more: bool = False, include_hub: bool = True) -> list[Candidate]:
-    return [*APPLICATIONS, *(MORE_APPLICATIONS if include_more else ()), *(KERAS_HUB if include_hub else ())]
+    """The default matrix; keras-hub's backbones where it is installed (`pip install -e .[hub]`)."""
+    import importlib.util
+
+    hub = include_hub and importlib.util.find_spec("keras_hub") is not None
+    return [*APPLICATIONS, *(MORE_APPLICATIONS if include_more else ()), *(KERAS_HUB if hub else ())]
 
 
 def applicable(candidate: Candidate, cells) -> list:
