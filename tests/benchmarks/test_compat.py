@@ -7,14 +7,14 @@ import numpy as np
 
 from zoo.benchmarks import compat
 
-CELLS = (("saved_model", "float32"), ("onnx", "float32"))
+CELLS = (("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"))
 
 
 def _normalizing_cnn():
     image = keras.Input((8, 8, 3), name="image")
     x = keras.layers.Normalization(mean=[120.0, 110.0, 100.0], variance=[900.0, 800.0, 700.0])(image)
-    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3)(x))
-    return keras.Model(image, keras.layers.Dense(3, name="predictions")(x), name="tiny_cnn")
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(8, 3, activation="relu")(x))
+    return keras.Model(image, keras.layers.Dense(3, activation="softmax", name="predictions")(x), name="tiny_cnn")
 
 
 def _text_model():
@@ -25,15 +25,19 @@ def _text_model():
     return keras.Model(text, keras.layers.Dense(2, name="logits")(x), name="tiny_text")
 
 
-POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3"),
+POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3", classifier=True),
         compat.Candidate("tiny_text", "text", "test", _text_model, "1 string")]
 
 
 def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeypatch):
     data = compat.run(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
     cnn, text = data["models"]["tiny_cnn"]["cells"], data["models"]["tiny_text"]["cells"]
-    assert cnn["saved_model[float32]"]["status"] == "passed" and cnn["onnx[float32]"]["status"] == "passed", cnn
+    assert all(cell["status"] == "passed" for cell in cnn.values()), cnn
     assert cnn["onnx[float32]"]["max_abs_diff"] <= 1e-4 and cnn["onnx[float32]"]["size_bytes"] > 0
+    # Trained on the tinted-image task before export, so int8 agreement is about real decisions.
+    assert data["models"]["tiny_cnn"]["held_out_accuracy"] >= 0.9 and cnn["tflite[int8]"]["accuracy"] >= 0.9
+    assert cnn["tflite[int8]"]["argmax_agreement"] >= 0.99
+    assert "tflite[int8]" not in text  # no class decision: float32 cells only
     assert text["saved_model[float32]"]["status"] == "passed", text["saved_model[float32]"]
     assert text["onnx[float32]"]["status"] == "export_failed"
     assert "'vectorize' (TextVectorization)" in text["onnx[float32]"]["error"]
