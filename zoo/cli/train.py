@@ -17,7 +17,9 @@ def add(sub):
         help="train a registry model with model.fit, evaluate, export a SavedModel",
         description=f"Runs a recipe (default {DEFAULT_RECIPE!r}); each flag given overrides the recipe's value.",
     )
-    p.add_argument("--recipe", default=DEFAULT_RECIPE, help="recipe name (see `zoo recipes`) or a .toml path")
+    p.add_argument("--recipe", default=None,
+                   help=f"recipe name (see `zoo recipes`) or a .toml path (default {DEFAULT_RECIPE!r}; with --data, "
+                        "the default for the data's kind)")
     p.add_argument("--model", help="registry name; see `zoo list`")
     p.add_argument("--dataset", help="zoo or TFDS dataset name")
     p.add_argument("--epochs", type=_positive_int)
@@ -51,6 +53,21 @@ def add(sub):
     f.add_argument("--cutmix", type=float, metavar="ALPHA", dest="cutmix_alpha", help="cutmix with Beta(ALPHA, ALPHA)")
     f.add_argument("--ema-decay", type=float, help="keep an EMA of the weights; evaluate and export it")
     f.add_argument("--gradient-checkpointing", action="store_true", default=None, help="recompute activations in backward")
+    d = p.add_argument_group("your own data (each left out is inferred from the data and printed)")
+    d.add_argument("--data", metavar="PATH", help="an image or text folder (one subfolder per class), a CSV/Parquet "
+                   "table, or a CSV series with a time column")
+    d.add_argument("--target", dest="target_column", metavar="COLUMN", help="the column to predict")
+    d.add_argument("--task", choices=("classification", "regression", "forecast"))
+    d.add_argument("--features", type=_names, metavar="A,B,...", help="input columns of a table")
+    d.add_argument("--categorical", type=_names, metavar="A,B,...", help="table columns to one-hot encode")
+    d.add_argument("--text-column", metavar="COLUMN", help="the column of texts in a table of texts")
+    d.add_argument("--time-column", metavar="COLUMN", help="the column ordering a series (makes it a series)")
+    d.add_argument("--horizon", type=_positive_int, help="steps to forecast (makes a table a series)")
+    d.add_argument("--window", type=_positive_int, help="steps a forecaster sees")
+    d.add_argument("--image-size", type=_image_size, metavar="HxW", help="resize images to this size, e.g. 64x64")
+    d.add_argument("--color-mode", choices=("grayscale", "rgb", "rgba"))
+    d.add_argument("--val-fraction", type=float, help="fraction held out for validation (default 0.1)")
+    d.add_argument("--test-fraction", type=float, help="fraction held out for the test (default 0.1)")
     r = p.add_argument_group("reproducibility, resume, checks, multi-worker")
     r.add_argument("--deterministic", action="store_true", default=None,
                    help="with --seed: bitwise identical runs (enables op determinism)")
@@ -61,6 +78,29 @@ def add(sub):
     r.add_argument("--workers", type=_positive_int, metavar="N",
                    help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
     p.set_defaults(func=_cmd_train)
+
+
+def _names(text: str) -> tuple:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def _image_size(text: str) -> tuple:
+    import argparse
+
+    parts = text.lower().replace(",", "x").split("x")
+    try:
+        size = tuple(int(p) for p in parts)
+    except ValueError:
+        size = ()
+    if len(size) == 1:
+        size = size * 2
+    if len(size) != 2 or min(size) < 1:
+        raise argparse.ArgumentTypeError(f"expected HxW (e.g. 64x64) or one side (64), got {text!r}")
+    return size
+
+
+DATA_FLAGS = ("data", "target_column", "task", "features", "categorical", "text_column", "time_column", "horizon",
+              "window", "image_size", "color_mode", "val_fraction", "test_fraction")
 
 
 def _none(value):
@@ -80,9 +120,13 @@ def _parse_overrides(items):
     return overrides
 
 
-def train_config_from_args(args):
-    """The recipe named by --recipe, with every flag the user gave applied on top."""
-    from zoo.training.config import load_recipe
+def train_config_from_args(args, log=print):
+    """The recipe named by --recipe, with every flag the user gave applied on top.
+
+    With your own data (--data, or `data` in the recipe) returns ``(config, data read)``, the
+    recipe and what else was not given inferred from the data (`zoo.training.own_data`).
+    """
+    from zoo.training.config import DEFAULT_RECIPE, load_recipe
 
     flags = {
         "model": args.model, "dataset": args.dataset, "epochs": args.epochs, "batch_size": args.batch_size,
@@ -102,12 +146,31 @@ def train_config_from_args(args):
             changes[key] = _none(getattr(args, key))
     if args.jit_compile:
         changes["jit_compile"] = {"auto": "auto", "on": True, "off": False}[args.jit_compile]
-    config = load_recipe(args.recipe)
+    changes.update({k: getattr(args, k) for k in DATA_FLAGS if getattr(args, k, None) is not None})
+    if args.set:
+        changes["model_overrides"] = _parse_overrides(args.set)
+    recipe_data = args.recipe and args.recipe.endswith(".toml") and load_recipe(args.recipe).data
+    if args.data or recipe_data:
+        if args.dataset:
+            raise ValueError("Give either --data PATH (your own data) or --dataset NAME, not both.")
+        from zoo.training.own_data import config_for_data
+
+        return config_for_data(changes.pop("data", None), recipe=args.recipe, log=log, **changes)
+    changes.pop("model_overrides", None)
+    config = load_recipe(args.recipe or DEFAULT_RECIPE)
     if "model" in changes and changes["model"] != config.model:
         config.model_overrides = {}  # the recipe's overrides were for its own model
     if args.set:
         changes["model_overrides"] = {**config.model_overrides, **_parse_overrides(args.set)}
     return config.replace(**changes)
+
+
+def _split(result):
+    return result if isinstance(result, tuple) else (result, None)
+
+
+def _config_only(result):
+    return _split(result)[0]
 
 
 def _strip_workers(argv):
@@ -132,7 +195,7 @@ def _cmd_train(args) -> int:
         if "--strategy" in argv:
             i = argv.index("--strategy")
             del argv[i:i + 2]
-        train_config_from_args(args).validate()  # bad input fails here, before any worker starts
+        _config_only(train_config_from_args(args)).validate()  # bad input fails here, before any worker starts
         return multi_worker.launch(argv, args.workers)
     if args.cpu_replicas:
         from zoo import distribute
@@ -140,10 +203,10 @@ def _cmd_train(args) -> int:
         distribute.split_cpu(args.cpu_replicas)
     from zoo.training.run import train
 
-    config = train_config_from_args(args)
-    result = train(config)
+    config, data = _split(train_config_from_args(args))
+    result = train(config, data=data)
     print()
-    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.dataset})")
+    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.data or config.dataset})")
     print(f"run directory:        {result.run_dir}")
     if result.resumed_from:
         r = result.resumed_from

@@ -12,6 +12,8 @@ Your own data, as the same batched pipelines (each returns a SplitData with
     zoo.data.from_image_folder("photos/", image_size=(64, 64))          # image_folder.py
     zoo.data.from_text_files(["book.txt"], seq_len=100)                 # text.py
     zoo.data.from_series(values, window=24, horizon=1)                  # timeseries.py
+    zoo.data.from_path("photos/" or "data.csv", target=...)               # path_data.py: any of them,
+                                                                          # kind, task, shapes inferred
 
 Registered real sets beyond TFDS: ``breast_cancer``, ``wine`` (scikit-learn),
 ``sunspots``, ``co2`` (statsmodels) in bundled.py, ``moby_dick`` (npm) in
@@ -34,11 +36,21 @@ from zoo.data.loading import (
     load_data,
     prepare,
 )
+from zoo.data.path_data import Inference, PathData, from_path
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
 from zoo.data.splits import SplitData
 from zoo.data.tables import TableData, TableStats, from_table
-from zoo.data.text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
+from zoo.data.text import (
+    CharVocab,
+    LabelledTextData,
+    TextData,
+    from_labelled_texts,
+    from_text,
+    from_text_files,
+    from_text_folder,
+    unigram_perplexity,
+)
 from zoo.data.tfds_source import UnknownSplitError
 from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
 
@@ -47,6 +59,9 @@ __all__ = [
     "DatasetInfo",
     "DatasetSpec",
     "ImageFolderData",
+    "Inference",
+    "LabelledTextData",
+    "PathData",
     "SeriesData",
     "SplitData",
     "TableData",
@@ -57,10 +72,13 @@ __all__ = [
     "default_data_dir",
     "from_arrays",
     "from_image_folder",
+    "from_labelled_texts",
+    "from_path",
     "from_series",
     "from_table",
     "from_text",
     "from_text_files",
+    "from_text_folder",
     "list_datasets",
     "load",
     "load_data",

@@ -22,6 +22,9 @@ DEFAULT_RECIPE = "mnist_fast"
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
 MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
+# Knobs that only make sense with `data` (a path).
+DATA_KNOBS = ("task", "target_column", "features", "categorical", "text_column", "time_column", "horizon", "window",
+              "image_size", "color_mode", "val_fraction", "test_fraction")
 
 
 @dataclasses.dataclass
@@ -70,6 +73,21 @@ class TrainConfig:
     deterministic: bool = False  # with `seed`: bitwise identical runs
     backup_every: int | None = 100  # resumable backup every N steps (and at each epoch end)
     sanity_check: bool = False  # overfit one batch before training (zoo.check.overfit_batch)
+    # Your own data (`zoo train --data PATH`, `zoo.data.from_path`): a path instead of `dataset`.
+    # Each knob left None is inferred from the data (and printed); see zoo/training/own_data.py.
+    data: str | None = None  # an image or text folder, a CSV/Parquet table or series
+    task: str | None = None  # classification, regression or forecast
+    target_column: str | None = None  # the column to predict (flag --target)
+    features: tuple | None = None  # input columns of a table
+    categorical: tuple | None = None  # table columns one-hot encoded
+    text_column: str | None = None  # the column of texts in a table of texts
+    time_column: str | None = None  # the column ordering a series
+    horizon: int | None = None  # steps a forecaster predicts
+    window: int | None = None  # steps a forecaster sees
+    image_size: tuple | None = None  # (height, width) images are resized to
+    color_mode: str | None = None  # grayscale, rgb or rgba
+    val_fraction: float | None = None  # of the examples held out for validation (default 0.1)
+    test_fraction: float | None = None  # held out for the final test (default 0.1)
 
     def validate(self) -> None:
         """Checks every name and number before any work starts (nothing is written)."""
@@ -105,6 +123,7 @@ class TrainConfig:
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"warmup_fraction must be in [0, 1). Received: {self.warmup_fraction}")
         registry.get_spec(self.model)
+        self._validate_data_knobs()
         for kind, value, choices in (
             ("strategy", self.strategy, distribute.STRATEGIES),
             ("optimizer", self.optimizer, OPTIMIZERS),
@@ -119,9 +138,26 @@ class TrainConfig:
                 except NotADirectoryError as e:
                     raise ValueError(f"Output path {str(path)!r} cannot be used: {e}") from None
 
+    def _validate_data_knobs(self) -> None:
+        for field in ("horizon", "window"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{field} must be a positive integer. Received: {field}={value!r}")
+        for field in ("val_fraction", "test_fraction"):
+            value = getattr(self, field)
+            if value is not None and not (isinstance(value, (int, float)) and 0 <= value < 1):
+                raise ValueError(f"{field} must be a fraction in [0, 1). Received: {field}={value!r}")
+        if self.data is None:
+            given = [f for f in DATA_KNOBS if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} apply to your own data only: give it with --data PATH.")
+        elif not Path(self.data).exists():
+            raise ValueError(f"data {str(self.data)!r} does not exist (a folder, or a .csv/.parquet file).")
+
     @property
     def run_dir(self) -> Path:
-        return Path(self.out) / f"{self.model}-{self.dataset}"
+        source = Path(self.data).stem if self.data else self.dataset
+        return Path(self.out) / f"{self.model}-{source}"
 
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
@@ -150,7 +186,10 @@ def load_recipe(name_or_path: str, **overrides) -> TrainConfig:
     if unknown:
         bad = sorted(unknown)[0]
         raise UnknownNameError(f"recipe key (in {path.name})", bad, fields)
-    if "augment" in data:
-        data["augment"] = tuple(data["augment"])
+    for key in ("augment", "features", "categorical", "image_size"):
+        if isinstance(data.get(key), list):
+            data[key] = tuple(data[key])
+    if isinstance(data.get("data"), str):
+        data["data"] = str((path.parent / Path(data["data"]).expanduser()).resolve())  # relative to the recipe
     data.setdefault("recipe", path.stem)
     return TrainConfig(**{**data, **overrides})

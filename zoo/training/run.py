@@ -22,7 +22,7 @@ from zoo import distribute
 from zoo.architectures import registry
 from zoo.errors import ZooError
 from zoo.fileio import ensure_dir
-from zoo.training import augment, baselines, features
+from zoo.training import augment, baselines, features, own_data
 from zoo.training.callbacks import (
     NonFiniteGuard,
     NonFiniteLossError,
@@ -47,6 +47,7 @@ class TrainResult:
     export_path: Path | None
     run_dir: Path
     resumed_from: dict | None = None  # the backup position this run continued from
+    data: object | None = None  # your own data (zoo.data.PathData) when trained with `data`
 
 
 def cosine_with_warmup(lr: float, total_steps: int, warmup_fraction: float):
@@ -94,28 +95,55 @@ def load_teacher(config: TrainConfig):
     return teacher
 
 
-def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None) -> keras.Model:
+def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None,
+                      data=None) -> keras.Model:
     """The registry model for `config`, compiled for its task with its train_step features.
+
+    With `data` (your own data, a `zoo.data.PathData`) the model is wrapped in the data's
+    preprocessing and compiled for the data's task (`zoo.training.own_data`).
 
     Call inside a strategy scope. The learning-rate schedule counts optimizer
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
-    with features.policy_scope(config.mixed_precision):
-        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
-    task = get_task(registry.get_spec(config.model).task)
+    if data is not None:
+        model = own_data.build_model(config, data)
+    else:
+        with features.policy_scope(config.mixed_precision):
+            model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes,
+                                   **config.model_overrides)
+    task = get_task(task_of(config, data))
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
+    # String inputs (texts, categories) have no XLA kernels.
+    strings = any(str(t.dtype) == "string" for t in model.inputs)
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.loss(),
         metrics=task.metrics(),
-        jit_compile=resolve_jit_compile(config.jit_compile),
+        jit_compile=False if strings else resolve_jit_compile(config.jit_compile),
         features=features.from_config(config, teacher=load_teacher(config)),
     )
     return model
 
 
-def load_splits(config: TrainConfig):
-    """(train, val, test) datasets; val/test are None where the config has no such split."""
+def task_of(config: TrainConfig, data=None) -> str:
+    """The task trained: your data's (inferred or `--task`), else the architecture's."""
+    return data.task if data is not None else registry.get_spec(config.model).task
+
+
+def load_splits(config: TrainConfig, data=None):
+    """(train, val, test) datasets; val/test are None where the config has no such split.
+
+    With `data` (a `zoo.data.PathData`) its own train, validation and test splits are used.
+    """
+    if data is not None:
+        def load(split, shuffle):
+            return data.splits.dataset(split, batch_size=config.batch_size, seed=config.seed, shuffle=shuffle)
+
+        parts = data.splits.parts
+        train_ds = augment.apply(load("train", True), config.augment, seed=config.seed)
+        return (train_ds, load("validation", False) if "validation" in parts else None,
+                load("test", False) if "test" in parts else None)
+
     def load(split, shuffle):
         return zoo.data.load(
             config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed, shuffle=shuffle
@@ -127,8 +155,11 @@ def load_splits(config: TrainConfig):
     return train_ds, val_ds, test_ds
 
 
-def train(config: TrainConfig) -> TrainResult:
+def train(config: TrainConfig, data=None) -> TrainResult:
     """Trains, evaluates on the full test split and exports; see `TrainConfig`.
+
+    With `config.data` (a path) the run trains on your own data (`zoo.training.own_data`);
+    `data` is that path already read (`own_data.config_for_data` returns both).
 
     Every name, number and path is checked, and the data located, before
     anything is written.
@@ -145,19 +176,27 @@ def train(config: TrainConfig) -> TrainResult:
         # Fixed op order and algorithms; with the seed this makes runs bitwise identical.
         tf.config.experimental.enable_op_determinism()
     is_chief = distribute.is_chief(strategy)
-    info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
-    train_ds, val_ds, test_ds = load_splits(config)
+    if config.data and data is None:
+        data = own_data.read(config)
+    if data is not None:
+        info = zoo.data.DatasetInfo(name=str(config.data), input_shape=tuple(data.splits.input_shape),
+                                    num_classes=data.splits.num_classes, splits=data.splits.num_examples,
+                                    source="path", description=data.raw_input.describe(),
+                                    output_units=own_data.output_units(data))
+    else:
+        info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
+    train_ds, val_ds, test_ds = load_splits(config, data)
 
     steps_per_epoch = int(train_ds.cardinality())
     if steps_per_epoch == 0:
-        raise ValueError(f"Split {config.train_split!r} of {config.dataset!r} is empty.")
+        raise ValueError(f"Split {config.train_split!r} of {config.data or config.dataset!r} is empty.")
     exact_resume = steps_per_epoch > 0
     if steps_per_epoch < 0:  # unknown cardinality
         n = info.splits.get(config.train_split)
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
     with strategy.scope():
-        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch)
+        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
 
     if config.sanity_check:
         from zoo import check
@@ -167,7 +206,7 @@ def train(config: TrainConfig) -> TrainResult:
             raise ZooError(f"Sanity check failed: {report}")
         print(f"sanity check: {report}")
 
-    task = get_task(registry.get_spec(config.model).task)
+    task = get_task(task_of(config, data))
     monitor = f"val_{task.monitor}" if val_ds is not None else task.monitor
     clock = WallClock(monitor=monitor, target=config.target, mode=task.mode)
     run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
@@ -186,7 +225,7 @@ def train(config: TrainConfig) -> TrainResult:
     ]
     verbose = default_verbose() if config.verbose is None else config.verbose
     fit = functools.partial(model.fit, validation_data=val_ds, callbacks=callbacks, verbose=verbose, shuffle=False)
-    history = _fit_from(fit, lambda: load_splits(config)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
+    history = _fit_from(fit, lambda: load_splits(config, data)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
                         backup.step_in_epoch, multi_worker=distribute.is_multi_worker(strategy))
 
     if guard.bad_step is not None:
@@ -223,6 +262,7 @@ def train(config: TrainConfig) -> TrainResult:
         export_path=export_path,
         run_dir=run_dir,
         resumed_from=resumed,
+        data=data,
     )
 
 

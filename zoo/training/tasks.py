@@ -23,6 +23,13 @@ TASKS = {
         monitor="accuracy",
         mode="max",
     ),
+    # A real-valued target (a table column); the model's output is in the target's own units.
+    "regression": Task(
+        loss=keras.losses.MeanSquaredError,
+        metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],
+        monitor="mae",
+        mode="min",
+    ),
     "forecast": Task(
         loss=keras.losses.MeanSquaredError,
         metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],
