@@ -289,3 +289,44 @@ def test_cli_infers_prints_and_lets_flags_win(tmp_path, image_folder, capsys):
         from zoo.training.config import TrainConfig
 
         TrainConfig(horizon=3).validate()
+
+
+# ---------------------------------------------------------------- zoo data info
+
+
+def test_data_info_lists_classes_sizes_values_and_skipped_files(image_folder, capsys):
+    from zoo.cli import main
+
+    (image_folder / "circle" / "broken.png").write_bytes(b"not a png")
+    (image_folder / "square" / "truncated.png").write_bytes((image_folder / "square" / "0.png").read_bytes()[:60])
+    info = zoo.data.describe_path(image_folder)
+    assert info.facts["counts"] == {"train": {"circle": 10, "square": 10}}
+    assert info.facts["sizes"] == [{"height": 8, "width": 6, "images": 20}]
+    assert sorted(os.path.basename(p) for p, _ in info.skipped) == ["broken.png", "truncated.png"]
+    # The pixel range, independently: every readable image's min and max by Pillow (all are sampled).
+    from PIL import Image
+
+    arrays = [np.asarray(Image.open(image_folder / c / f"{i}.png")) for c in ("circle", "square") for i in range(10)]
+    assert info.facts["pixel_range"] == [min(a.min() for a in arrays), max(a.max() for a in arrays)]
+    assert main(["data", "info", str(image_folder)]) == 0
+    out = capsys.readouterr().out
+    assert "circle  train 10" in out and "broken.png: cannot identify image file" in out
+    assert "zoo train --data would use:" in out and "color mode:   grayscale" in out
+
+
+def test_data_info_on_a_table_and_on_bad_input(tmp_path, capsys):
+    from zoo.cli import main
+
+    frame = _table(20)
+    frame.loc[3, "size"] = None
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    info = zoo.data.describe_path(tmp_path / "t.csv")
+    assert info.facts["columns"]["size"]["missing"] == 1 and info.facts["columns"]["rooms"]["type"] == "integer"
+    assert info.facts["columns"]["rooms"]["min"] == frame["rooms"].min()
+    assert "column 'size' has a missing" in info.problem  # training would refuse it, and says why
+    (tmp_path / "h.csv").write_text("a,b\n")
+    assert main(["data", "info", str(tmp_path / "h.csv")]) == 1
+    assert "no data rows, only the header" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
+    assert main(["data", "info", str(tmp_path / "empty")]) == 1
+    assert "is empty" in capsys.readouterr().out

@@ -37,6 +37,7 @@ from zoo.data.loading import (
     prepare,
 )
 from zoo.data.path_data import Inference, PathData, from_path
+from zoo.data.path_info import PathInfo, describe_path
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
 from zoo.data.splits import SplitData
@@ -62,6 +63,7 @@ __all__ = [
     "Inference",
     "LabelledTextData",
     "PathData",
+    "PathInfo",
     "SeriesData",
     "SplitData",
     "TableData",
@@ -70,6 +72,7 @@ __all__ = [
     "UnknownSplitError",
     "dataset_info",
     "default_data_dir",
+    "describe_path",
     "from_arrays",
     "from_image_folder",
     "from_labelled_texts",
