@@ -26,6 +26,9 @@ def add(sub):
     p.add_argument("--opset", type=int, default=None, help=f"ONNX opset (default {DEFAULT_ONNX_OPSET})")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
+    p.add_argument("--data", metavar="PATH",
+                   help="your own data the model was trained on (zoo train --data): its test split for parity and "
+                        "accuracy, its train split for int8 calibration")
     p.add_argument("--train-split", default="train")
     p.add_argument("--test-split", default="test")
     p.add_argument("--data-dir", default=None)
@@ -42,29 +45,59 @@ def _load_model(ref: str):
     import zoo
     from zoo.deploy.model_io import load_model_file
 
+    if os.path.isdir(ref):  # a run directory: its last.keras (zoo.deploy.artifact)
+        from zoo.deploy.artifact import resolve
+
+        ref = str(resolve(ref)[0])
     if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
         return load_model_file(ref)
     return zoo.build(ref)
 
 
-def _export_data(args, quantization: str | None):
-    """(test_data, representative_data, description) from --dataset; int8 calibration only when asked for."""
+def _export_data(args, quantization: str | None, model=None):
+    """(test_data, representative_data, description) from --dataset or --data; int8 calibration only when asked for."""
+    wants_int8 = bool(quantization) and "int8" in [q.strip() for q in quantization.split(",")]
+    if getattr(args, "data", None):
+        return _own_data(args.data, model, wants_int8)
     if not args.dataset:
         return None, None, None
     import zoo.data
 
     test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
     rep = None
-    if quantization and "int8" in [q.strip() for q in quantization.split(",")]:
+    if wants_int8:
         rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
     return test, rep, f"{args.dataset} {args.test_split} split"
+
+
+def _own_data(path, model, wants_int8: bool):
+    """The test split (and the train split, for calibration) of your own data, read as the model was trained."""
+    import numpy as np
+
+    from zoo.deploy import metadata
+    from zoo.deploy.val import labelled_batches
+    from zoo.errors import DataError
+
+    meta = metadata.of_model(model)
+    if meta is None:
+        raise DataError(f"--data {path}: the model has no zoo metadata (train it with `zoo train --data`); for a "
+                        "registered dataset use --dataset.")
+
+    def arrays(split):
+        batches, _, split, _ = labelled_batches(meta, path, split, batch_size=1000)
+        xs, ys = zip(*batches)
+        return (np.concatenate(xs), np.concatenate(ys)), split
+
+    test, split = arrays(None)
+    rep = arrays("train")[0][0] if wants_int8 else None
+    return test, rep, f"{path} {split} split"
 
 
 def _cmd_export(args) -> int:
     import zoo.deploy
 
     model = _load_model(args.model)
-    test, rep, description = _export_data(args, args.quantization)
+    test, rep, description = _export_data(args, args.quantization, model)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
         model, out, args.formats, quantization=args.quantization, representative_data=rep, int8_io=args.int8_io,
@@ -72,7 +105,8 @@ def _cmd_export(args) -> int:
         weight_quantization=args.weight_quantization, opset=args.opset, serving_dir=args.export_dir,
         version=args.version, keep=args.keep, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
-        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})},
+        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
+              **({"data": args.data} if args.data else {})},
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")

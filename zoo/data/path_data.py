@@ -90,6 +90,12 @@ class PathData:
     inferences: tuple
     skipped: tuple = ()
     notes: tuple = ()
+    reading: dict = dataclasses.field(default_factory=dict)
+
+    def read_again(self, path=None, **changes) -> "PathData":
+        """This data (or the same kind of data at `path`) read the same way: the inferred values
+        fixed, the same seed and held-out fractions; `changes` override them."""
+        return from_path(path or self.path, **{**self.reading, **changes})
 
     def class_counts(self, split: str = "train") -> Optional[dict]:
         """Class name -> examples in `split` (classification only)."""
@@ -242,6 +248,27 @@ def from_path(
     common = {"seed": seed, "batch_size": batch_size}
     fractions = {"validation_split": VALIDATION_SPLIT if validation_split is None else validation_split,
                  "test_split": TEST_SPLIT if test_split is None else test_split}
+    result = _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
+                   image_size, color_mode, fractions, common)
+    return dataclasses.replace(result, reading={**_reading(result), **fractions, "seed": seed})
+
+
+def _reading(data: PathData) -> dict:
+    """The `from_path` arguments that fix what was inferred (JSON-ready)."""
+    r = data.raw_input
+    if data.kind == "image":
+        color = {1: "grayscale", 3: "rgb", 4: "rgba"}[r.channels]
+        return {"image_size": list(r.image_size), "color_mode": color}
+    if data.kind == "table":
+        return {"target": data.target, "task": data.task, "features": [*r.numeric, *r.categories],
+                "categorical": list(r.categories)}
+    if data.kind == "text":
+        return {"target": data.target, "text_column": r.column} if r.column else {}
+    return {"target": r.target, "time_column": r.time_column, "horizon": r.horizon, "window": r.window}
+
+
+def _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
+          image_size, color_mode, fractions, common) -> PathData:
     if kind == "image":
         return _images(path, why, image_size, color_mode, task, fractions, common)
     if kind == "text" and os.path.isdir(path):
@@ -346,14 +373,11 @@ def _text_table(path, frame, source, why, target, text_column, task, fractions, 
                                skipped=skipped, **fractions, **common)
     inferences = [Inference("data", "table of texts", why, "--text-column"),
                   Inference("target", target, target_why, "--target")]
-    return _text_result(path, data, inferences, target)
+    return _text_result(path, data, inferences, target, text_column)
 
 
-def _text_result(path, data, inferences, target) -> PathData:
-    from zoo.data.text import LabelledTextData
-
-    assert isinstance(data, LabelledTextData)
-    text_input = raw.TextInput.fit(data.texts["train"])
+def _text_result(path, data, inferences, target, column=None) -> PathData:
+    text_input = dataclasses.replace(raw.TextInput.fit(data.texts["train"]), column=column)
     inferences += [
         Inference("task", "classification", f"{len(data.class_names)} classes"),
         Inference("classes", data.class_names, "sorted label values"),

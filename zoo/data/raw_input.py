@@ -161,6 +161,7 @@ class TextInput:
 
     vocabulary: tuple
     sequence_length: int
+    column: Optional[str] = None  # the text column, for data read from a table
     kind: str = "text"
 
     @property
@@ -194,7 +195,8 @@ class TextInput:
 
     def to_dict(self) -> dict:
         # The vocabulary lives in the model; the description keeps its size only.
-        return {"kind": self.kind, "vocabulary_size": len(self.vocabulary), "sequence_length": self.sequence_length}
+        return {"kind": self.kind, "vocabulary_size": len(self.vocabulary), "sequence_length": self.sequence_length,
+                "text_column": self.column}
 
     @classmethod
     def fit(cls, texts: Sequence[str], max_tokens: int = 20000, sequence_length: Optional[int] = None) -> "TextInput":
@@ -282,7 +284,7 @@ def from_dict(d: dict):
                           {k: tuple(v) for k, v in d.get("categories", {}).items()},
                           None if scale is None else tuple(scale))
     if kind == "text":
-        return TextInput((), int(d["sequence_length"]))
+        return TextInput((), int(d["sequence_length"]), d.get("text_column"))
     return SeriesInput(int(d["window"]), int(d["horizon"]), tuple(d["columns"]), d["target"], tuple(d["mean"]),
                        tuple(d["std"]), d.get("time_column"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy import model_io
+from zoo.deploy import metadata, model_io
 from zoo.deploy.formats import FORMATS, DEFAULT_FORMATS, OptionError, parse_formats, resolve_options
 from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.report import ExportReport
@@ -136,11 +136,13 @@ def export(
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
         keras_row = _keras_reference(model, refs, eval_x, eval_y, latency_runs if verify else 0)
         model_path = source or _save_model(model, work)
+        meta = metadata.of_model(model)
+        model_metadata = None if meta is None else meta.to_json()
         results, saved_model_dir = [], None
         for target in _targets(fmts, options, out, model.name):
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
-                      verify=verify)
+                      verify=verify, metadata=model_metadata)
             result = {"format": target.format, "variant": target.variant, "precision": target.precision,
                       "options": target.options, **runner.run(job, timeout_s)}
             if target.format == "saved_model" and result["status"] != EXPORT_FAILED:

@@ -45,4 +45,9 @@ def export_saved_model(model: keras.Model, path: Path | str, batch_size: int | N
     archive.track(model)
     archive.add_endpoint(SIGNATURE_KEY, serving_fn(model), input_signature=input_specs(model, batch_size))
     archive.write_out(str(path), verbose=False)
+    from zoo.deploy import metadata
+
+    meta = metadata.of_model(model)
+    if meta is not None:  # what the model is for, beside the graph (assets.extra/zoo_metadata.json)
+        metadata.write(path, meta)
     return path

@@ -46,6 +46,10 @@ def execute(job: Job, progress=lambda partial: None) -> dict:
     t0 = time.perf_counter()
     try:
         converted = module.convert(job)
+        if job.metadata:
+            from zoo.deploy import metadata
+
+            metadata.write(converted.path, metadata.ModelMetadata.from_json(job.metadata))  # before verifying
     except Exception as e:
         result.update(error=f"{type(e).__name__}: {e}"[:2000], attempts=getattr(e, "attempts", []),
                       export_s=time.perf_counter() - t0)

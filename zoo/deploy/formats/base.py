@@ -53,6 +53,7 @@ class Job:
     latency_runs: int = 50
     warmup_runs: int = 5
     verify: bool = True
+    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.deploy.metadata)
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)

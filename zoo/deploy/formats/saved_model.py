@@ -31,12 +31,22 @@ class SavedModelRunner(Runner):
 
         self._tf = tf
         self._sig = tf.saved_model.load(str(path)).signatures[SIGNATURE_KEY]
-        (self._input,) = self._sig.structured_input_signature[1]
+        self.inputs = dict(self._sig.structured_input_signature[1])  # input name -> TensorSpec
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        return predict_in_chunks(
-            lambda b: {k: v.numpy() for k, v in self._sig(**{self._input: self._tf.constant(b)}).items()}, x, 1000
-        )
+    def predict(self, x) -> dict[str, np.ndarray]:
+        """`x`: an array for a one-input model, or a dict of arrays keyed by input name."""
+        if not isinstance(x, dict):
+            (name,) = self.inputs
+            return predict_in_chunks(lambda b: self._call({name: b}), x, 1000)
+        n = len(next(iter(x.values())))
+        parts: dict = {}
+        for start in range(0, n, 1000):
+            for k, v in self._call({k: a[start:start + 1000] for k, a in x.items()}).items():
+                parts.setdefault(k, []).append(v)
+        return {k: np.concatenate(v) for k, v in parts.items()}
+
+    def _call(self, feed: dict) -> dict:
+        return {k: v.numpy() for k, v in self._sig(**{n: self._tf.constant(a) for n, a in feed.items()}).items()}
 
 
 def load(path, job: Job) -> Runner:

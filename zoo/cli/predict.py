@@ -1,0 +1,45 @@
+"""`zoo predict ARTIFACT INPUTS...`: predictions on your files from any artifact, in its own runtime."""
+
+from __future__ import annotations
+
+from zoo.cli.common import positive_int
+
+
+def add(sub):
+    p = sub.add_parser(
+        "predict",
+        help="run any artifact (.keras, run dir, SavedModel, .tflite, .onnx, TF.js) on image files or folders, "
+             "CSV rows, texts or a series file",
+        description="Reads the inputs as the artifact's metadata says (image size, columns, text, window) and prints "
+                    "the top-k classes (or the values) per input.",
+    )
+    p.add_argument("artifact", help="a .keras file, a run directory, a SavedModel (version or base directory), "
+                                    "a .tflite, an .onnx or a TF.js folder")
+    p.add_argument("inputs", nargs="+", help="image files or folders, CSV/Parquet files, texts or .txt files, "
+                                             "a series CSV")
+    p.add_argument("--top-k", type=positive_int, default=5, help="classes shown per input (default 5)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--out", metavar="FILE", help="write the output here (atomically) instead of printing it")
+    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--threads", type=positive_int, default=2, help="runtime threads (TFLite, ONNX)")
+    p.set_defaults(func=_cmd_predict)
+
+
+def _cmd_predict(args) -> int:
+    import sys
+
+    from zoo.deploy.artifact import describe, open_artifact
+    from zoo.deploy.predict import predict
+
+    artifact = open_artifact(args.artifact, num_threads=args.threads)
+    print(describe(artifact), file=sys.stderr)
+    result = predict(artifact, args.inputs, top_k=args.top_k, batch_size=args.batch_size)
+    text = result.render(args.format)
+    if args.out:
+        from zoo.fileio import atomic_write_text
+
+        atomic_write_text(args.out, text if text.endswith("\n") else text + "\n")
+        print(f"{len(result.names)} predictions written to {args.out}", file=sys.stderr)
+    else:
+        print(text)
+    return 0
