@@ -170,6 +170,7 @@ def build_model(config: TrainConfig, data: PathData):
         class_names=data.class_names,
         target=data.target,
         description=raw_input.describe(),
-        source={"data": str(Path(data.path)), "architecture": config.model, "recipe": config.recipe},
+        source={"data": str(Path(data.path)), "architecture": config.model, "recipe": config.recipe,
+                "reading": data.reading},
     ))
     return model
