@@ -3,25 +3,40 @@
 >>> import zoo
 >>> zoo.list_models("*conv*")
 >>> model = zoo.build("convnet_bn", num_classes=10)
+
+`import zoo` is light: the names below are imported on first use (PEP 562), so `zoo --help` and
+`import zoo.core.options` do not load TensorFlow.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from zoo.architectures import ModelInfo, build, list_models, model_info, register_model  # noqa: E402
-from zoo.errors import UnknownNameError, ZooError  # noqa: E402
+# name -> the module that defines it
+_LAZY = {
+    "ModelInfo": "zoo.architectures",
+    "build": "zoo.architectures",
+    "list_models": "zoo.architectures",
+    "model_info": "zoo.architectures",
+    "register_model": "zoo.architectures",
+    "UnknownNameError": "zoo.errors",
+    "ZooError": "zoo.errors",
+    "predict": "zoo.deploy.predict",  # what `zoo predict` calls
+    "val": "zoo.deploy.val",  # what `zoo val` calls
+}
 
-__all__ = ["ModelInfo", "UnknownNameError", "ZooError", "build", "list_models", "model_info", "predict",
-           "register_model", "val"]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name):
-    # `zoo.predict` and `zoo.val` (what `zoo predict` / `zoo val` call) load their runtimes on first use.
-    if name == "predict":
-        from zoo.deploy.predict import predict
-
-        return predict
-    if name == "val":
-        from zoo.deploy.val import val
-
-        return val
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

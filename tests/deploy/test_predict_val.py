@@ -53,7 +53,7 @@ def exported(image_model, tmp_path_factory):
     report = zoo.deploy.export(model, out, ("saved_model", "tflite", "onnx"), latency_runs=0)
     assert report.ok, report.table()
     model.save(out / "model.keras")
-    paths = {r["format"]: r["path"] for r in report.results}
+    paths = {r.format: r.path for r in report.results}
     return {"keras": str(out / "model.keras"), **paths}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zoo.cli.common import positive_int
+from zoo.cli.common import add_untrusted_flags, positive_int
 
 
 def add(sub):
@@ -22,6 +22,7 @@ def add(sub):
     p.add_argument("--out", metavar="FILE", help="write the output here (atomically) instead of printing it")
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--threads", type=positive_int, default=2, help="runtime threads (TFLite, ONNX)")
+    add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_predict)
 
 
@@ -31,7 +32,8 @@ def _cmd_predict(args) -> int:
     from zoo.deploy.artifact import describe, open_artifact
     from zoo.deploy.predict import predict
 
-    artifact = open_artifact(args.artifact, num_threads=args.threads)
+    artifact = open_artifact(args.artifact, num_threads=args.threads, allow_unsafe_ops=args.allow_unsafe_ops or (),
+                             unsafe_deserialization=args.unsafe_deserialization)
     print(describe(artifact), file=sys.stderr)
     result = predict(artifact, args.inputs, top_k=args.top_k, batch_size=args.batch_size)
     text = result.render(args.format)

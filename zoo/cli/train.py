@@ -10,101 +10,29 @@ from zoo.cli.common import positive_int as _positive_int
 
 
 def add(sub):
-    from zoo.training.config import DEFAULT_RECIPE
+    # Light imports only: the knob declarations import no TensorFlow.
+    from zoo.core.options import add_arguments
+    from zoo.training.config import DEFAULT_RECIPE, TrainConfig
+    from zoo.training.knobs import RUN_GROUP, knobs
 
     p = sub.add_parser(
         "train",
-        help="train a registry model with model.fit, evaluate, export a SavedModel",
-        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}); each flag given overrides the recipe's value.",
+        help="train a registry model with model.fit, evaluate, export a SavedModel; on a dataset or your own data",
+        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}; with --data PATH, the default for the data's kind); "
+                    "each flag given overrides the recipe's value. Defaults shown are TrainConfig's, used where the "
+                    "recipe does not set the key.",
     )
     p.add_argument("--recipe", default=None,
-                   help=f"recipe name (see `zoo recipes`) or a .toml path (default {DEFAULT_RECIPE!r}; with --data, "
+                   help=f"recipe name (see `zoo recipes`) or a .toml path (default {DEFAULT_RECIPE!r}, or with --data "
                         "the default for the data's kind)")
-    p.add_argument("--model", help="registry name; see `zoo list`")
-    p.add_argument("--dataset", help="zoo or TFDS dataset name")
-    p.add_argument("--epochs", type=_positive_int)
-    p.add_argument("--batch-size", type=_positive_int, help="global batch size")
-    p.add_argument("--lr", type=float, help="peak learning rate")
-    p.add_argument("--weight-decay", type=float, help="decoupled weight decay")
-    p.add_argument("--optimizer", help="adamw, adam or sgd")
-    p.add_argument("--strategy", help="auto, one_device, mirrored, multi_worker, tpu")
-    p.add_argument("--cpu-replicas", type=_positive_int, default=None,
-                   help="split the CPU into N logical devices (for --strategy mirrored without GPUs)")
-    p.add_argument("--out", help="root of run directories: checkpoints, backup, logs, history.csv")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--train-split")
-    p.add_argument("--val-split", help="evaluated after each epoch; 'none' to skip")
-    p.add_argument("--test-split", help="evaluated once at the end; 'none' to skip")
-    p.add_argument("--export-dir", help="TF Serving base dir; 'none' to skip export")
-    p.add_argument("--early-stopping", type=_positive_int, metavar="PATIENCE")
-    p.add_argument("--data-dir", help="prepared TFDS data (default $ZOO_DATA_DIR or ~/tensorflow_datasets)")
-    p.add_argument("--jit-compile", choices=("auto", "on", "off"), help="XLA (auto: on accelerators only)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
-    f = p.add_argument_group("train_step features (zoo.training.features; they compose)")
-    f.add_argument("--accumulation-steps", type=int, metavar="K", help="accumulate gradients over K micro-batches")
-    f.add_argument("--clip-norm", type=float, help="clip the global-batch gradient to this global norm")
-    f.add_argument("--mixed-precision", metavar="POLICY", help="mixed_float16 (dynamic loss scaling) or mixed_bfloat16")
-    f.add_argument("--sam-rho", type=float, help="sharpness-aware minimization with this radius (e.g. 0.05)")
-    f.add_argument("--teacher", metavar="MODEL.keras", help="distill from this saved model")
-    f.add_argument("--distill-alpha", type=float, help="weight of the hard-label loss (default 0.5)")
-    f.add_argument("--distill-temperature", type=float, help="softmax temperature (default 4)")
-    f.add_argument("--mixup", type=float, metavar="ALPHA", dest="mixup_alpha", help="mixup with Beta(ALPHA, ALPHA)")
-    f.add_argument("--cutmix", type=float, metavar="ALPHA", dest="cutmix_alpha", help="cutmix with Beta(ALPHA, ALPHA)")
-    f.add_argument("--ema-decay", type=float, help="keep an EMA of the weights; evaluate and export it")
-    f.add_argument("--gradient-checkpointing", action="store_true", default=None, help="recompute activations in backward")
-    d = p.add_argument_group("your own data (each left out is inferred from the data and printed)")
-    d.add_argument("--data", metavar="PATH", help="an image or text folder (one subfolder per class), a CSV/Parquet "
-                   "table, or a CSV series with a time column")
-    d.add_argument("--target", dest="target_column", metavar="COLUMN", help="the column to predict")
-    d.add_argument("--task", choices=("classification", "regression", "forecast"))
-    d.add_argument("--features", type=_names, metavar="A,B,...", help="input columns of a table")
-    d.add_argument("--categorical", type=_names, metavar="A,B,...", help="table columns to one-hot encode")
-    d.add_argument("--text-column", metavar="COLUMN", help="the column of texts in a table of texts")
-    d.add_argument("--time-column", metavar="COLUMN", help="the column ordering a series (makes it a series)")
-    d.add_argument("--horizon", type=_positive_int, help="steps to forecast (makes a table a series)")
-    d.add_argument("--window", type=_positive_int, help="steps a forecaster sees")
-    d.add_argument("--image-size", type=_image_size, metavar="HxW", help="resize images to this size, e.g. 64x64")
-    d.add_argument("--color-mode", choices=("grayscale", "rgb", "rgba"))
-    d.add_argument("--val-fraction", type=float, help="fraction held out for validation (default 0.1)")
-    d.add_argument("--test-fraction", type=float, help="fraction held out for the test (default 0.1)")
-    r = p.add_argument_group("reproducibility, resume, checks, multi-worker")
-    r.add_argument("--deterministic", action="store_true", default=None,
-                   help="with --seed: bitwise identical runs (enables op determinism)")
-    r.add_argument("--backup-every", type=_positive_int, metavar="STEPS",
-                   help="save the resumable state every STEPS steps (default 100) and at each epoch end")
-    r.add_argument("--sanity-check", action="store_true", default=None,
-                   help="first check the model can overfit one batch (zoo.check.overfit_batch)")
-    r.add_argument("--workers", type=_positive_int, metavar="N",
-                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
+    p.add_argument("--cpu-replicas", type=_positive_int, default=None,
+                   help="split the CPU into N logical devices (for --strategy mirrored without GPUs)")
+    groups = add_arguments(p, knobs(TrainConfig))
+    groups[RUN_GROUP].add_argument("--workers", type=_positive_int, metavar="N",
+                                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
     p.set_defaults(func=_cmd_train)
-
-
-def _names(text: str) -> tuple:
-    return tuple(v.strip() for v in text.split(",") if v.strip())
-
-
-def _image_size(text: str) -> tuple:
-    import argparse
-
-    parts = text.lower().replace(",", "x").split("x")
-    try:
-        size = tuple(int(p) for p in parts)
-    except ValueError:
-        size = ()
-    if len(size) == 1:
-        size = size * 2
-    if len(size) != 2 or min(size) < 1:
-        raise argparse.ArgumentTypeError(f"expected HxW (e.g. 64x64) or one side (64), got {text!r}")
-    return size
-
-
-DATA_FLAGS = ("data", "target_column", "task", "features", "categorical", "text_column", "time_column", "horizon",
-              "window", "image_size", "color_mode", "val_fraction", "test_fraction")
-
-
-def _none(value):
-    return None if value is None or str(value).lower() in ("none", "") else value
 
 
 def _parse_overrides(items):
@@ -123,40 +51,23 @@ def _parse_overrides(items):
 def train_config_from_args(args, log=print):
     """The recipe named by --recipe, with every flag the user gave applied on top.
 
-    With your own data (--data, or `data` in the recipe) returns ``(config, data read)``, the
-    recipe and what else was not given inferred from the data (`zoo.training.own_data`).
+    With your own data (--data, or `data` in the recipe) returns ``(config, data read)``: the
+    recipe and whatever else was not given are inferred from the data (`zoo.training.own_data`).
     """
-    from zoo.training.config import DEFAULT_RECIPE, load_recipe
+    from zoo.core.options import given_values
+    from zoo.training.config import DEFAULT_RECIPE, TrainConfig, load_recipe
+    from zoo.training.knobs import knobs
 
-    flags = {
-        "model": args.model, "dataset": args.dataset, "epochs": args.epochs, "batch_size": args.batch_size,
-        "lr": args.lr, "weight_decay": args.weight_decay, "optimizer": args.optimizer, "strategy": args.strategy,
-        "out": args.out, "seed": args.seed, "train_split": args.train_split, "early_stopping": args.early_stopping,
-        "data_dir": args.data_dir,
-        "accumulation_steps": args.accumulation_steps, "clip_norm": args.clip_norm,
-        "mixed_precision": args.mixed_precision, "sam_rho": args.sam_rho, "teacher": args.teacher,
-        "distill_alpha": args.distill_alpha, "distill_temperature": args.distill_temperature,
-        "mixup_alpha": args.mixup_alpha, "cutmix_alpha": args.cutmix_alpha, "ema_decay": args.ema_decay,
-        "gradient_checkpointing": args.gradient_checkpointing, "deterministic": args.deterministic,
-        "backup_every": args.backup_every, "sanity_check": args.sanity_check,
-    }
-    changes = {k: v for k, v in flags.items() if v is not None}
-    for key in ("val_split", "test_split", "export_dir"):
-        if getattr(args, key) is not None:
-            changes[key] = _none(getattr(args, key))
-    if args.jit_compile:
-        changes["jit_compile"] = {"auto": "auto", "on": True, "off": False}[args.jit_compile]
-    changes.update({k: getattr(args, k) for k in DATA_FLAGS if getattr(args, k, None) is not None})
-    if args.set:
-        changes["model_overrides"] = _parse_overrides(args.set)
-    recipe_data = args.recipe and args.recipe.endswith(".toml") and load_recipe(args.recipe).data
-    if args.data or recipe_data:
-        if args.dataset:
+    changes = given_values(args, knobs(TrainConfig))
+    recipe_data = bool(args.recipe and args.recipe.endswith(".toml") and load_recipe(args.recipe).data)
+    if changes.get("data") or recipe_data:
+        if "dataset" in changes:
             raise ValueError("Give either --data PATH (your own data) or --dataset NAME, not both.")
         from zoo.training.own_data import config_for_data
 
+        if args.set:
+            changes["model_overrides"] = _parse_overrides(args.set)
         return config_for_data(changes.pop("data", None), recipe=args.recipe, log=log, **changes)
-    changes.pop("model_overrides", None)
     config = load_recipe(args.recipe or DEFAULT_RECIPE)
     if "model" in changes and changes["model"] != config.model:
         config.model_overrides = {}  # the recipe's overrides were for its own model
@@ -166,11 +77,8 @@ def train_config_from_args(args, log=print):
 
 
 def _split(result):
+    """(config, data read or None) from `train_config_from_args`."""
     return result if isinstance(result, tuple) else (result, None)
-
-
-def _config_only(result):
-    return _split(result)[0]
 
 
 def _strip_workers(argv):
@@ -187,7 +95,7 @@ def _strip_workers(argv):
 
 def _cmd_train(args) -> int:
     if args.workers and args.workers > 1 and "TF_CONFIG" not in os.environ:
-        from zoo import multi_worker
+        from zoo.training import multi_worker
 
         argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
         if argv and argv[0] == "train":
@@ -195,10 +103,10 @@ def _cmd_train(args) -> int:
         if "--strategy" in argv:
             i = argv.index("--strategy")
             del argv[i:i + 2]
-        _config_only(train_config_from_args(args)).validate()  # bad input fails here, before any worker starts
+        _split(train_config_from_args(args))[0].validate()  # bad input fails here, before any worker starts
         return multi_worker.launch(argv, args.workers)
     if args.cpu_replicas:
-        from zoo import distribute
+        from zoo.training import distribute
 
         distribute.split_cpu(args.cpu_replicas)
     from zoo.training.run import train

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zoo.cli.common import positive_int
+from zoo.cli.common import add_untrusted_flags, positive_int
 
 
 def add(sub):
@@ -22,6 +22,7 @@ def add(sub):
     p.add_argument("--out", metavar="DIR", help="where report.json, report.md and the plot go (default val-<name>)")
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--threads", type=positive_int, default=2, help="runtime threads (TFLite, ONNX)")
+    add_untrusted_flags(p, keras=True)
     p.add_argument("--data-dir", default=None, help="for a dataset name: where prepared datasets live")
     p.set_defaults(func=_cmd_val)
 
@@ -33,7 +34,8 @@ def _cmd_val(args) -> int:
     from zoo.deploy.artifact import describe, open_artifact
     from zoo.deploy.val import val
 
-    artifact = open_artifact(args.artifact, num_threads=args.threads)
+    artifact = open_artifact(args.artifact, num_threads=args.threads, allow_unsafe_ops=args.allow_unsafe_ops or (),
+                             unsafe_deserialization=args.unsafe_deserialization)
     print(describe(artifact), file=sys.stderr)
     report = val(artifact, args.data, split=args.split, batch_size=args.batch_size, data_dir=args.data_dir)
     name = os.path.splitext(os.path.basename(os.path.normpath(str(artifact.path))))[0]

@@ -9,7 +9,7 @@
 
 What ``zoo train --data PATH`` reads. The readers are the ones in this package
 (:func:`~zoo.data.from_image_folder`, :func:`~zoo.data.from_table`,
-:func:`~zoo.data.text.from_labelled_texts`, :func:`~zoo.data.from_series`), asked
+:func:`~zoo.data.labelled_text.from_labelled_texts`, :func:`~zoo.data.from_series`), asked
 for raw values (``raw=True``): the fitted preprocessing is returned as a
 :mod:`zoo.data.raw_input` description that the model builds in, so its exports
 take the data as stored.
@@ -37,7 +37,7 @@ import numpy as np
 from zoo.data import raw_input as raw
 from zoo.data.image_folder import COLOR_MODES, IMAGE_EXTENSIONS, check_images, list_image_splits, split_folders
 from zoo.data.splits import SplitData
-from zoo.data.text import TEXT_SUFFIXES
+from zoo.data.labelled_text import TEXT_SUFFIXES
 from zoo.errors import DataError, suggest
 
 TASKS = ("classification", "regression", "forecast")
@@ -96,6 +96,16 @@ class PathData:
         """This data (or the same kind of data at `path`) read the same way: the inferred values
         fixed, the same seed and held-out fractions; `changes` override them."""
         return from_path(path or self.path, **{**self.reading, **changes})
+
+    def dataset_info(self):
+        """The facts a training run needs, as for a registered dataset (`zoo.data.DatasetInfo`)."""
+        from zoo.data.loading import DatasetInfo
+
+        units = len(self.class_names) if self.task == "classification" else (
+            self.raw_input.horizon if self.task == "forecast" else 1)
+        return DatasetInfo(name=self.path, input_shape=tuple(self.splits.input_shape),
+                           num_classes=self.splits.num_classes, splits=self.splits.num_examples, source="path",
+                           description=self.raw_input.describe(), output_units=units)
 
     def class_counts(self, split: str = "train") -> Optional[dict]:
         """Class name -> examples in `split` (classification only)."""
@@ -351,7 +361,7 @@ def _infer_color_mode(modes: dict) -> tuple[str, str]:
 
 
 def _text_folder(path, why, task, fractions, common) -> PathData:
-    from zoo.data.text import from_text_folder
+    from zoo.data.labelled_text import from_text_folder
 
     if task not in (None, "classification"):
         raise DataError(f"A folder of text files is read for classification; --task {task} does not apply.")
@@ -360,7 +370,7 @@ def _text_folder(path, why, task, fractions, common) -> PathData:
 
 
 def _text_table(path, frame, source, why, target, text_column, task, fractions, common) -> PathData:
-    from zoo.data.text import from_labelled_texts
+    from zoo.data.labelled_text import from_labelled_texts
 
     if task not in (None, "classification"):
         raise DataError(f"{source}: a text column is read for classification; --task {task} does not apply.")

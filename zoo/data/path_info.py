@@ -154,7 +154,7 @@ def _images(path: str) -> PathInfo:
 
 
 def _text_folder(path: str) -> PathInfo:
-    from zoo.data.text import list_text_folder
+    from zoo.data.labelled_text import list_text_folder
 
     info = PathInfo(path, "text folder")
     try:

@@ -16,7 +16,9 @@
 | a TF.js folder (``model.json``) | the format's runner | @tensorflow/tfjs in Node |
 
 The TFLite, ONNX, TF.js and SavedModel runtimes are the export formats' own runners
-(``zoo.deploy.formats.*``), the ones export verification uses: one loader per runtime.
+(``zoo.deploy.formats.<format>.open_runner``), the ones export verification uses: one loader per
+runtime. Every artifact is scanned first (``zoo.deploy.scan.require_safe``): one holding ops that
+reach outside the model is refused unless the user accepts exactly those ops.
 """
 
 from __future__ import annotations
@@ -88,12 +90,24 @@ def resolve(path) -> tuple[Path, str]:
                         f"directory of numbered versions) or a TF.js model (model.json).{hint}")
 
 
-def open_artifact(path, num_threads: int = 2) -> Artifact:
-    """Opens the artifact at `path` (see the module docstring) in its runtime, with its metadata."""
+def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False
+                  ) -> Artifact:
+    """Opens the artifact at `path` (see the module docstring) in its runtime, with its metadata.
+
+    `allow_unsafe_ops` / `unsafe_deserialization`: what the user accepts of what `zoo scan` reports
+    (the CLI's --allow-unsafe-ops, --unsafe-deserialization).
+    """
+    from zoo.deploy.scan import require_safe
+
     path, kind = resolve(path)
+    if kind == "keras":
+        from zoo.deploy.model_io import load_model_file  # scans the file itself
+
+        model = load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
+        return _keras_artifact(path, model)
+    require_safe(path, allow_unsafe_ops)
     meta = metadata_lib.read(path)
-    opener = globals()[f"_open_{kind}"]
-    return opener(path, meta, num_threads)
+    return globals()[f"_open_{kind}"](path, meta, num_threads)
 
 
 class _KerasRunner:
@@ -114,21 +128,16 @@ class _KerasRunner:
         return {name: np.concatenate([p[i].numpy() for p in parts]) for i, name in enumerate(names)}
 
 
-def _open_keras(path, meta, num_threads):
-    import zoo.data.raw_input  # noqa: F401  (registers zoo's preprocessing layers for loading)
-    from zoo.deploy.model_io import load_model_file
-
-    model = load_model_file(path)
-    meta = meta or metadata_lib.of_model(model)
+def _keras_artifact(path, model):
     first = model.inputs[0]
-    return Artifact(path, "keras", meta, _KerasRunner(model), _KerasRunner.runtime, tuple(first.shape[1:]),
-                    str(first.dtype))
+    return Artifact(path, "keras", metadata_lib.of_model(model), _KerasRunner(model), _KerasRunner.runtime,
+                    tuple(first.shape[1:]), str(first.dtype))
 
 
 def _open_saved_model(path, meta, num_threads):
-    from zoo.deploy.formats.saved_model import SavedModelRunner
+    from zoo.deploy.formats.saved_model import open_runner
 
-    runner = SavedModelRunner(path)
+    runner = open_runner(path)
     spec = next(iter(runner.inputs.values()))
     return Artifact(path, "saved_model", meta, runner, runner.runtime, tuple(spec.shape[1:]), spec.dtype.name)
 
@@ -137,21 +146,22 @@ def _open_tflite(path, meta, num_threads):
     from ai_edge_litert.interpreter import Interpreter
 
     from zoo.deploy.formats import tflite
+    from zoo.deploy.signature import SERVING_SIGNATURE
 
     interpreter = Interpreter(model_path=str(path))
-    runner_inputs = interpreter.get_signature_runner(tflite.SIGNATURE_KEY).get_input_details()
+    runner_inputs = interpreter.get_signature_runner(SERVING_SIGNATURE).get_input_details()
     (detail,) = runner_inputs.values()
     shape = tuple(int(d) if d > 0 else None for d in detail["shape_signature"][1:])
     dtype = np.dtype(detail["dtype"]).name
     example = np.zeros((1, *(d or 1 for d in shape)), np.float32 if dtype == "int8" else dtype)
-    runner = tflite.open_runner(path, example, num_threads=num_threads)
+    runner = tflite.open_runner(path, threads=num_threads, example=example)
     return Artifact(path, "tflite", meta, runner, runner.runtime, shape, "float32" if dtype == "int8" else dtype)
 
 
 def _open_onnx(path, meta, num_threads):
-    from zoo.deploy.formats.onnx import ONNXRunner
+    from zoo.deploy.formats.onnx import open_runner
 
-    runner = ONNXRunner(path, num_threads=num_threads)
+    runner = open_runner(path, threads=num_threads)
     (first,) = runner._session.get_inputs()
     shape = tuple(d if isinstance(d, int) else None for d in first.shape[1:])
     dtype = {"tensor(float)": "float32", "tensor(int32)": "int32", "tensor(int64)": "int64"}.get(first.type, "float32")
@@ -161,9 +171,9 @@ def _open_onnx(path, meta, num_threads):
 def _open_tfjs(path, meta, num_threads):
     import json
 
-    from zoo.deploy.formats.tfjs import TFJSRunner
+    from zoo.deploy.formats.tfjs import open_runner
 
-    runner = TFJSRunner(path)
+    runner = open_runner(path)
     spec = json.loads((Path(path) / "model.json").read_text())
     inputs = spec.get("signature", {}).get("inputs", {})
     shape, dtype = (), "float32"

@@ -235,7 +235,8 @@ def _table_rows(raw, inputs):
 
 def _texts(inputs, text_column=None):
     """Literal texts, .txt files (one text each), folders of .txt files and CSV files (a text column)."""
-    from zoo.data.text import TEXT_SUFFIXES, read_text_file
+    from zoo.data.char_text import read_text_file
+    from zoo.data.labelled_text import TEXT_SUFFIXES
 
     names, texts = [], []
     for item in inputs:

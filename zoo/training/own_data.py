@@ -123,11 +123,7 @@ def _epochs_for(recipe_epochs: int, train_examples: int) -> tuple[int, str]:
 
 def output_units(data: PathData) -> int:
     """What the architecture's output layer needs: classes, 1 value, or the forecast horizon."""
-    if data.task == "classification":
-        return len(data.class_names)
-    if data.task == "forecast":
-        return data.raw_input.horizon
-    return 1
+    return data.dataset_info().output_units
 
 
 def builder_arguments(config: TrainConfig, data: PathData) -> dict:
@@ -151,7 +147,7 @@ def build_model(config: TrainConfig, data: PathData):
 
     from zoo.deploy import metadata
     from zoo.training import features
-    from zoo.training.model import ZooModel
+    from zoo.core.model import ZooModel
 
     raw_input = data.raw_input
     overrides = {k: v for k, (v, _) in builder_arguments(config, data).items()}
