@@ -7,16 +7,21 @@ serving. Each kind is one small class with the same interface:
 
 - ``inputs()``: the ``keras.Input`` (or dict of them) of the end-to-end model;
 - ``transform(inputs)``: the Keras preprocessing layers, fitted values baked in as
-  constants (``Rescaling``, ``Normalization(mean=, variance=)``, ``StringLookup``,
+  constants (``Rescaling`` for pixels and for standardization, ``StringLookup``,
   ``TextVectorization(vocabulary=)``), giving what the architecture is built for
   (``core_shape``, ``core_dtype``);
 - ``finish(outputs)``: output scaling back to the target's units (regression, forecasts);
 - ``read(items)``: the user's files or rows as the arrays ``inputs()`` takes, for predictions;
 - ``to_dict()`` / :func:`from_dict`: the JSON description stored in the artifact's metadata.
 
-Fitted values are constants rather than adapted variables: converters then see
-plain constants (tf2onnx turns an adapted ``Normalization``'s mean and variance
-into graph inputs that onnxruntime refuses).
+Fitted values are constants written into the traced graph. Standardization is
+``Rescaling(scale=1/std, offset=-mean/std)`` rather than ``Normalization``: Keras's
+``Normalization`` holds its mean and variance as eager tensors (or variables),
+which a traced function captures, and ``tf2onnx.convert.from_function`` turns
+captured tensors into graph inputs that onnxruntime then refuses ("Required
+inputs ['.../standardize/Sub/y:0', '.../Sqrt/x:0'] are missing"); ``Rescaling``
+casts its Python lists inside ``call``, so they become graph constants in every
+format.
 """
 
 from __future__ import annotations
@@ -112,8 +117,7 @@ class TableInput:
 
     def transform(self, inputs):
         numeric = inputs["numeric"] if self.categories else inputs
-        x = keras.layers.Normalization(mean=list(self.mean), variance=[s * s for s in self.std], name="standardize")(
-            numeric)
+        x = standardize(self.mean, self.std)(numeric)
         if not self.categories:
             return x
         onehot = CategoryOneHot([list(c) for c in self.categories.values()], name="categories")(inputs["categorical"])
@@ -126,7 +130,7 @@ class TableInput:
         return keras.layers.Rescaling(float(std), offset=float(mean), name="to_units", dtype="float32")(outputs)
 
     def describe(self) -> str:
-        text = f"table: {len(self.numeric)} numeric column(s) (Normalization inside the model)"
+        text = f"table: {len(self.numeric)} numeric column(s) (standardized inside the model)"
         if self.categories:
             text += f", {len(self.categories)} categorical (one-hot inside the model)"
         return text
@@ -238,8 +242,7 @@ class SeriesInput:
         return keras.Input(self.core_shape, name="sequence")
 
     def transform(self, inputs):
-        var = [s * s for s in self.std]
-        return keras.layers.Normalization(mean=list(self.mean), variance=var, name="standardize")(inputs)
+        return standardize(self.mean, self.std)(inputs)
 
     def finish(self, outputs):
         j = list(self.columns).index(self.target)
@@ -248,7 +251,7 @@ class SeriesInput:
 
     def describe(self) -> str:
         return (f"series: the last {self.window} steps of {', '.join(self.columns)} -> the next {self.horizon} "
-                f"of {self.target!r}, in its own units (Normalization and scaling inside the model)")
+                f"of {self.target!r}, in its own units (standardization and scaling inside the model)")
 
     def read(self, frame, source: str = "series") -> np.ndarray:
         """The last `window` rows of a series table (indexed by time) as one ``(1, window, features)`` input."""
@@ -266,6 +269,12 @@ class SeriesInput:
         return {"kind": self.kind, "window": self.window, "horizon": self.horizon, "columns": list(self.columns),
                 "target": self.target, "mean": list(self.mean), "std": list(self.std),
                 "time_column": self.time_column}
+
+
+def standardize(mean, std):
+    """``(x - mean) / std`` per feature, the fitted values as graph constants (see the module docstring)."""
+    scale = [1.0 / float(s) if s else 1.0 for s in std]
+    return keras.layers.Rescaling(scale, offset=[-float(m) * k for m, k in zip(mean, scale)], name="standardize")
 
 
 _CLASSES = {"image": ImageInput, "table": TableInput, "text": TextInput, "series": SeriesInput}

@@ -28,10 +28,13 @@ from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactRe
 
 
 def artifact_size(path) -> int:
+    """Bytes of the model's files (a TF.js folder's web page and its tf.min.js are not the model)."""
+    from zoo.deploy.web_page import PAGE_FILES
+
     path = Path(path)
     if path.is_file():
         return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in PAGE_FILES)
 
 
 def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:

@@ -10,7 +10,7 @@ data fixes (the vocabulary size of a text model, a linear head for regression). 
 printed with its reason and the flag that overrides it; a value the user gave is never replaced.
 
 The model is the registry architecture wrapped in the data's fitted preprocessing
-(:mod:`zoo.data.raw_input`): `Rescaling`, `Normalization`, `StringLookup` or
+(:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization), `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
 every export take the data as it is stored, and carry its metadata (`zoo.deploy.metadata`).
 """

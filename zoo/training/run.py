@@ -100,8 +100,11 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         print(f"sanity check: {report}")
 
     task = get_task(task_of(config, data))
-    monitor = f"val_{task.monitor}" if val_ds is not None else task.monitor
-    clock = WallClock(monitor=monitor, target=config.target, mode=task.mode)
+    # Your own data: early stopping and the best checkpoint follow the loss. Validation splits of a few
+    # dozen rows make accuracy a coarse, tied signal (breast_cancer: stopped at epoch 4 of 35, 84% test).
+    name, mode = ("loss", "min") if data is not None and config.target is None else (task.monitor, task.mode)
+    monitor = f"val_{name}" if val_ds is not None else name
+    clock = WallClock(monitor=monitor, target=config.target, mode=mode)
     run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
     guard = NonFiniteGuard(steps_per_epoch)
     backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
@@ -111,7 +114,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     callbacks = [
         guard,
         backup,
-        *standard_callbacks(run_dir, monitor=monitor, mode=task.mode, early_stopping=config.early_stopping,
+        *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
                             write_files=is_chief),
         *model.feature_callbacks(),
         clock,

@@ -84,6 +84,9 @@ def convert(job: Job) -> Converted:
                     notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, job)
+                from zoo.deploy import web_page
+
+                notes += web_page.write(tmp)  # index.html + tf.min.js beside model.json
         except Exception as e:  # try the next route; the report keeps why this one failed
             if not attempts and route == candidates[-1]:
                 raise  # the only route: its own error
