@@ -1,0 +1,116 @@
+"""The TF.js artifact's web page in a real browser: headless Chromium runs it, and its outputs match Keras.
+
+Two models trained-from-nothing by `zoo.training.own_data` on tiny data, exported to TF.js (which
+writes index.html and tf.min.js beside model.json): a CNN on raw pixels, and an LSTM forecaster
+on a raw series (standardization inside, a graph with control flow: the page needs executeAsync).
+The page is served on loopback by `zoo.deploy.web_page.PageServer`; in its test mode it runs the
+cases and POSTs the outputs back. Skips, saying why, where Debian's `chromium` or the npm tfjs
+bundle is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from zoo.deploy import web_page  # noqa: E402
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `apt-get install -y chromium` (Debian's package; "
+                                                "scripts/setup.sh installs it where it can)"),
+    pytest.mark.skipif(not web_page.TFJS_BUNDLE.is_file(), reason=f"no {web_page.TFJS_BUNDLE} (npm install in "
+                                                                  "zoo/deploy/js)"),
+    pytest.mark.skipif(shutil.which("node") is None, reason="no node: the TF.js export verifies the model in Node"),
+]
+
+
+def _cnn(tmp_path):
+    from PIL import Image
+
+    from zoo.training import own_data
+
+    rng = np.random.default_rng(0)
+    for c in ("a", "b", "c"):
+        for i in range(4):
+            (tmp_path / "img" / c).mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(tmp_path / "img" / c / f"{i}.png")
+    config, data = own_data.config_for_data(str(tmp_path / "img"), log=lambda line: None,
+                                            model_overrides={"filters": [4, 8]})
+    x = rng.uniform(0, 255, (3, 8, 8, 3)).astype(np.float32)
+    return own_data.build_model(config, data), x
+
+
+def _lstm(tmp_path):
+    from zoo.training import own_data
+
+    days = pd.date_range("2022-01-01", periods=160, freq="D")
+    values = 500 + 40 * np.sin(np.arange(160) / 6.0)
+    pd.DataFrame({"date": days, "sales": values}).to_csv(tmp_path / "sales.csv", index=False)
+    config, data = own_data.config_for_data(str(tmp_path / "sales.csv"), horizon=2, window=12,
+                                            log=lambda line: None)
+    x = np.stack([values[i:i + 12] for i in (0, 40, 90)])[..., None].astype(np.float32)
+    return own_data.build_model(config, data), x
+
+
+def _browser_outputs(folder, cases, tmp_path):
+    (folder / "cases.json").write_text(json.dumps({"cases": cases}))
+    server = web_page.PageServer(folder).start()
+    url = f"{server.url}index.html?test=cases.json&backend=cpu"
+    profile = tmp_path / "chromium-profile"
+    browser = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        arrived = server.received.wait(timeout=120)
+    finally:
+        browser.kill()
+        _, err = browser.communicate(timeout=30)
+        server.shutdown()
+        server.server_close()
+    assert arrived, f"the page posted no results within 120 s; chromium said: {err.decode(errors='replace')[-2000:]}"
+    (result,) = server.results
+    assert "error" not in result, result["error"]
+    return result
+
+
+@pytest.mark.parametrize("make", [_cnn, _lstm], ids=["cnn", "lstm"])
+def test_page_in_headless_chromium_matches_keras(make, tmp_path):
+    import zoo.deploy
+
+    model, x = make(tmp_path)
+    report = zoo.deploy.export(model, tmp_path / "export", ("tfjs",), latency_runs=0)
+    assert report.ok, report.table()
+    folder = tmp_path / "export" / "tfjs_float32"
+    assert (folder / "index.html").is_file() and (folder / "tf.min.js").is_file()
+    if make is _lstm:  # a while loop in the graph: the page must take executeAsync
+        assert report.results[0].route == "control_flow_v2", report.table()
+    result = _browser_outputs(folder, [{"values": x.reshape(-1).tolist(), "shape": list(x.shape)}], tmp_path)
+    assert result["backend"] == "cpu" and result["tfjs_version"]
+    np.testing.assert_allclose(np.asarray(result["outputs"][0]), model.predict(x, verbose=0), rtol=1e-4, atol=1e-4)
+
+
+def test_page_shows_the_class_names_from_the_metadata(tmp_path):
+    """The page's own reading of model.json: the same metadata zoo wrote (what the page shows)."""
+    from zoo.deploy import metadata
+
+    model, _ = _cnn(tmp_path)
+    import zoo.deploy
+
+    zoo.deploy.export(model, tmp_path / "export", ("tfjs",), latency_runs=0, verify=False)
+    folder = tmp_path / "export" / "tfjs_float32"
+    spec = json.loads((folder / "model.json").read_text())
+    assert spec["userDefinedMetadata"]["zoo_metadata"]["class_names"] == ["a", "b", "c"]
+    assert metadata.read(folder).class_names == ("a", "b", "c")
+    page = (folder / "index.html").read_text()
+    assert "userDefinedMetadata" in page and "executeAsync" in page and 'src="tf.min.js"' in page
