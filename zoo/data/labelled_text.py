@@ -75,7 +75,8 @@ def from_labelled_texts(
     if unknown:
         raise DataError(f"{name}: label(s) {unknown[:5]} are not among the classes {list(class_names)}.")
     if len(class_names) < 2:
-        raise DataError(f"{name}: every text has the class {class_names[0]!r}; a classifier needs at least two classes.")
+        raise DataError(f"{name}: every text has the class {class_names[0]!r}; a classifier needs at least two "
+                        "classes.")
     y = np.array([index[str(v)] for v in labels], dtype=np.int32)
     rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split}, seed=seed,
                                    labels=y)
@@ -109,7 +110,8 @@ def list_text_folder(path, encoding: str = "utf-8"):
     """
     root = os.fspath(path)
     if not os.path.isdir(root):
-        raise DataError(f"Text folder {root} does not exist." if not os.path.exists(root) else f"{root} is not a folder.")
+        raise DataError(f"Text folder {root} does not exist." if not os.path.exists(root)
+                        else f"{root} is not a folder.")
     classes = sorted(e for e in os.listdir(root) if not e.startswith(".") and os.path.isdir(os.path.join(root, e)))
     if not classes:
         raise DataError(f"Text folder {root} has no class subfolders (one subfolder of {', '.join(TEXT_SUFFIXES)} "

@@ -161,7 +161,8 @@ def detect_kind(path: str, *, horizon=None, time_column=None, text_column=None) 
         raise DataError(f"{path} does not exist.")
     if os.path.isdir(path):
         folder = split_folders(path).get("train", path)
-        classes = sorted(e for e in os.listdir(folder) if not e.startswith(".") and os.path.isdir(os.path.join(folder, e)))
+        classes = sorted(e for e in os.listdir(folder)
+                         if not e.startswith(".") and os.path.isdir(os.path.join(folder, e)))
         if not os.listdir(path):
             raise DataError(f"Folder {path} is empty; expected one subfolder per class (of images or .txt files).")
         counts = {"image": 0, "text": 0}
