@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import POOLINGS, check_input_shape, classifier_head, global_pool, make_model
 from zoo.architectures.registry import register_model
 
@@ -45,7 +46,7 @@ def make_divisible(value: float, divisor: int = 8, min_value: int | None = None)
 
 
 def _bn(x, name):
-    return keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+    return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
 
 
 def _correct_pad(x, kernel_size: int):
