@@ -65,7 +65,7 @@ def export(
     Args:
         model: a `keras.Model`, or the path of a `.keras` file.
         out_dir: where the artifacts, `report.json` and `report.md` go.
-        formats: names from `zoo.deploy.FORMATS` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
+        formats: names from `zoo.deploy.formats.MODULES` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
         test_data: evaluation data with labels: `(x, y)` arrays or a tf.data of `(x, y)` batches. Parity,
             int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
         max_eval_samples: use at most this many test examples.

@@ -19,7 +19,7 @@ class ModelFileError(ZooError, ValueError):
     """A model path that is missing or is not a loadable .keras file."""
 
 
-def load_model_file(path) -> "keras.Model":  # noqa: F821
+def load_model_file(path) -> keras.Model:  # noqa: F821
     """Loads a `.keras` file; a missing or corrupt file is a `ModelFileError` naming the path and the cause."""
     import keras
 
@@ -37,7 +37,7 @@ def load_model_file(path) -> "keras.Model":  # noqa: F821
 
 
 @functools.lru_cache(maxsize=2)
-def cached_model(path: str) -> "keras.Model":  # noqa: F821
+def cached_model(path: str) -> keras.Model:  # noqa: F821
     return load_model_file(path)
 
 

@@ -75,7 +75,7 @@ class Format:
         """The tolerance class of an artifact of this format."""
         return (self.precisions or {}).get(variant, "float32")
 
-    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> "Runner":
+    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> Runner:
         """The artifact at `path` opened in this format's runtime (its module's `open_runner`)."""
         import importlib
 
