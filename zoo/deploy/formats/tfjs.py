@@ -27,18 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option
-from zoo.deploy.formats.base import (
-    DEFAULT_THREADS,
-    SEQUENCE_LENGTH,
-    Attempt,
-    Converted,
-    Format,
-    Job,
-    RoutesFailed,
-    Runner,
-    atomic_output,
-    unrolled_note,
-)
+from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
+                                     Runner, atomic_output, unrolled_note)
 from zoo.deploy.signature import SERVING_SIGNATURE, SERVING_TAG
 
 # weight storage (one graph model each) -> tolerance class

@@ -20,19 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.core.options import BOOL, POSITIVE_INT, Option
-from zoo.deploy.formats.base import (
-    DEFAULT_THREADS,
-    SEQUENCE_LENGTH,
-    Attempt,
-    Converted,
-    Format,
-    Job,
-    RoutesFailed,
-    Runner,
-    atomic_output,
-    predict_in_chunks,
-    unrolled_note,
-)
+from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
+                                     Runner, atomic_output, predict_in_chunks, unrolled_note)
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
