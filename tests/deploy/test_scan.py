@@ -7,7 +7,10 @@ onnx.helper) and, where no tool writes the hostile part, edited at the format le
 
 import json
 import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import flatbuffers
 import keras
@@ -17,6 +20,7 @@ import pytest
 import tensorflow as tf
 from onnx import TensorProto, helper
 
+import zoo
 import zoo.deploy
 from zoo.cli import main
 from zoo.deploy import scan
@@ -153,6 +157,25 @@ def test_a_clean_zoo_export_scans_clean(clean_export, artifact, kind):
     report = scan.scan(clean_export / artifact)
     assert (report.kind, report.findings) == (kind, [])
     assert report.clean and report.items > 0
+
+
+@pytest.mark.parametrize("name", ["lenet5", "mixer_s16", "tcn", "char_lstm_lm"])
+def test_zoo_architectures_saved_as_keras_files_scan_clean(tmp_path, name):
+    """zoo's own registered classes (ZooModel, its layers) are trusted: a trained zoo model is not refused."""
+    zoo.build(name).save(tmp_path / "m.keras")
+    assert scan.scan(tmp_path / "m.keras").findings == []
+
+
+def test_scanning_loads_neither_tensorflow_nor_keras(hostile, clean_export):
+    """The readers parse protos, flatbuffers and JSON; nothing that could run the artifact is imported."""
+    paths = [str(hostile["read_file"])] + [str(clean_export / p) for p in (
+        "tiny.keras", "tiny_float32.tflite", "tiny.onnx", "tfjs_float32")]
+    code = (f"import sys; from zoo.deploy import scan; [scan.scan(p) for p in {paths!r}]; "
+            "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(zoo.__file__).parents[1])})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
 
 
 # ---- Keras -----------------------------------------------------------------------------------------------------
