@@ -404,3 +404,16 @@ def test_export_refuses_a_keras_lambda_and_runs_it_only_when_told_both(lambda_mo
                                allow_unsafe_ops="Lambda", unsafe_deserialization=True)
     assert report.ok
     assert scan.scan(tmp_path / "b" / "saved_model" / "lam" / "1").clean  # the Lambda became graph ops
+
+
+def test_a_distillation_teacher_file_is_scanned_too(lambda_model, tmp_path):
+    from types import SimpleNamespace
+
+    from zoo.training.features.distillation import Distillation
+
+    config = SimpleNamespace(teacher=str(lambda_model / "lam.keras"), distill_alpha=0.5, distill_temperature=4.0)
+    with pytest.raises(scan.UnsafeArtifactError, match="Lambda 'double'"):
+        Distillation.from_config(config)
+    zoo.build("mlp", width=8, depth=1).save(tmp_path / "teacher.keras")
+    config.teacher = str(tmp_path / "teacher.keras")
+    assert Distillation.from_config(config).teacher.trainable is False
