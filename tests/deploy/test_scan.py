@@ -146,6 +146,19 @@ def test_the_scan_never_runs_the_graph_which_loading_would(tmp_path):
     assert marker.read_text() == "pwned"
 
 
+def test_a_keras_2_saved_model_is_checked_for_lambda_layers_in_its_keras_metadata(tmp_path):
+    """tf_keras writes each layer's config to keras_metadata.pb; `tf_keras.models.load_model` runs Lambdas."""
+    import tf_keras
+
+    inp = tf_keras.Input((3,), name="x")
+    tf_keras.Model(inp, tf_keras.layers.Lambda(lambda v: v * 2, name="double")(inp)).save(tmp_path / "lam")
+    [finding] = scan.scan(tmp_path / "lam").findings
+    assert finding.op == "Lambda" and finding.location.startswith("keras_metadata.pb node 'root'")
+    assert finding.location.endswith("Lambda 'double'")
+    tf_keras.Model(inp, tf_keras.layers.Dense(2, name="d")(inp)).save(tmp_path / "dense")
+    assert scan.scan(tmp_path / "dense").clean
+
+
 # ---- clean exports ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("artifact, kind", [
@@ -244,9 +257,11 @@ def test_custom_classes_and_non_modeling_functions_in_a_keras_config(tmp_path):
     assert "Dense 'y'" in finding.location
 
 
-def test_a_weights_only_h5_is_clean(tmp_path):
+def test_plain_h5_models_and_weights_files_are_clean(tmp_path):
     _tiny_model().save_weights(tmp_path / "w.weights.h5")
     assert scan.scan(tmp_path / "w.weights.h5").clean
+    _tiny_model().save(tmp_path / "tiny.h5")  # Keras's legacy format: a model_config attribute
+    assert scan.scan(tmp_path / "tiny.h5").clean
 
 
 # ---- TFLite ----------------------------------------------------------------------------------------------------
