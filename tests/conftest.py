@@ -8,7 +8,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from zoo import distribute  # noqa: E402
+from zoo.training import distribute  # noqa: E402
 
 CPU_DEVICES = distribute.split_cpu(2)
 
@@ -60,6 +60,8 @@ def variant_representatives(names):
     seen, keep = set(), set()
     for name in registry.list_registered():
         spec = registry.get_spec(name)
+        if spec.variant_of is not None:  # declared at registration (efficientnet_b7 of efficientnet_b0)
+            continue
         key = (spec.builder.__module__, tuple(spec.input_shape), re.match(r"[a-z]*", name).group(0))
         if key not in seen:
             seen.add(key)

@@ -9,20 +9,28 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
-from zoo.training.model import ZooModel
+from zoo.core.model import ZooModel
 
 
-def classifier_head(x, num_classes: int, *, activation="softmax", dropout: float = 0.0, name: str = "head"):
+def classifier_head(
+    x, num_classes: int, *, activation="softmax", dropout: float = 0.0, name: str = "head",
+    kernel_initializer="glorot_uniform",
+):
     """Dropout, a dense layer, then the activation computed in float32.
 
     The separate float32 activation keeps outputs float32 under a
     `mixed_float16` policy, as the Keras mixed-precision guide advises.
-    With `activation=None` the model returns logits.
+    With `activation=None` the model returns logits. keras.applications
+    names its classifier Dense `predictions`; `KERAS_HEAD_ALIASES` maps
+    that name onto this head's `head_dense`.
     """
     if dropout:
         x = keras.layers.Dropout(dropout, name=f"{name}_dropout")(x)
-    x = keras.layers.Dense(num_classes, name=f"{name}_dense")(x)
+    x = keras.layers.Dense(num_classes, kernel_initializer=kernel_initializer, name=f"{name}_dense")(x)
     return keras.layers.Activation(activation or "linear", dtype="float32", name="predictions")(x)
+
+
+KERAS_HEAD_ALIASES = {"predictions": "head_dense"}
 
 
 def conv_bn_act(
@@ -36,8 +44,25 @@ def conv_bn_act(
     return keras.layers.Activation(activation, name=f"{name}_{activation}")(x)
 
 
+def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
+    """Rounds a channel count to a multiple of `divisor`, never more than 10% down (TF-slim's rule)."""
+    min_value = divisor if min_value is None else min_value
+    new_value = max(min_value, int(value + divisor / 2) // divisor * divisor)
+    if new_value < 0.9 * value:
+        new_value += divisor
+    return new_value
+
+
+def correct_pad(x, kernel_size: int):
+    """Padding that makes a stride-2 'valid' conv centre its taps like TF-slim (keras' `correct_pad`)."""
+    h, w = x.shape[1:3]
+    adjust = (1, 1) if h is None or w is None else (1 - h % 2, 1 - w % 2)
+    c = kernel_size // 2
+    return ((c - adjust[0], c), (c - adjust[1], c))
+
+
 def make_model(inputs, outputs, name: str) -> ZooModel:
-    """Wraps a functional graph in the zoo's training base."""
+    """Wraps a functional graph in the zoo's model base (`zoo.core.model.ZooModel`)."""
     return ZooModel(inputs=inputs, outputs=outputs, name=name)
 
 
@@ -56,7 +81,39 @@ def check_input_shape(input_shape, rank: int, name: str, allow_none_axes: tuple 
     return shape
 
 
+def check_image_input(input_shape, name: str, min_size: int = 32):
+    """An (height, width, channels) shape; height and width may be None (any size) or at least `min_size`."""
+    shape = check_input_shape(input_shape, 3, name, allow_none_axes=(0, 1))
+    if any(d is not None and d < min_size for d in shape[:2]):
+        raise ValueError(
+            f"{name} needs images of at least {min_size}x{min_size} (it downsamples {min_size}x). "
+            f"Received: input_shape={shape}"
+        )
+    return shape
+
+
 POOLINGS = ("avg", "max")
+
+
+def check_pooling(pooling, name: str):
+    """keras.applications' `pooling`: None, "avg" or "max"; None keeps a headless model's feature map."""
+    if pooling is not None and pooling not in POOLINGS:
+        raise ValueError(f"{name}: pooling must be None or one of {POOLINGS}. Received: pooling={pooling!r}")
+    return pooling
+
+
+def image_top(x, *, include_top: bool, num_classes: int, pooling=None, classifier_activation="softmax",
+              dropout: float = 0.0, kernel_initializer="glorot_uniform"):
+    """The end of an ImageNet-style network, with keras.applications' `include_top`/`pooling` meaning.
+
+    With the top: global pooling ("avg" unless `pooling` says "max"), then
+    `classifier_head`. Without: the feature map, or its global "avg"/"max" pool.
+    """
+    if include_top:
+        x = global_pool(x, pooling or "avg")
+        return classifier_head(x, num_classes, activation=classifier_activation, dropout=dropout,
+                               kernel_initializer=kernel_initializer)
+    return x if pooling is None else global_pool(x, pooling)
 
 
 def global_pool(x, pooling: str = "avg"):

@@ -6,9 +6,10 @@ Residuals and Linear Bottlenecks" (CVPR), https://arxiv.org/abs/1801.04381.
 The layer structure, names and weight order are those of
 `keras.applications.MobileNetV2` (ReLU6, BN momentum 0.999 and epsilon
 1e-3, `_make_divisible` channel rounding, explicit padding before strided
-depthwise convs), so its weights load with `set_weights`. Two names
-differ: the last 1x1 conv is `Conv_1_conv` (Keras' `Conv_1` ends in a
-number) and the pooling layer is `avg_pool`.
+depthwise convs), so its weights load with `set_weights`, and keras.applications'
+`.h5` files load by layer name (`zoo.build(..., weights=path)`). Two names
+differ: the last 1x1 conv is `Conv_1_conv` (declared as an alias of Keras'
+`Conv_1`) and the pooling layer is `avg_pool`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
-from zoo.architectures.blocks import POOLINGS, check_input_shape, classifier_head, global_pool, make_model
-from zoo.architectures.registry import register_model
+from zoo.architectures.blocks import (
+    check_image_input,
+    check_pooling,
+    correct_pad,
+    image_top,
+    make_divisible,
+    make_model,
+)
+from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
     "Sandler et al. 2018, MobileNetV2: Inverted Residuals and Linear Bottlenecks (CVPR), "
@@ -36,25 +44,8 @@ _INVERTED_RESIDUAL_SETTINGS = (
 )
 
 
-def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
-    """Rounds a channel count to a multiple of `divisor`, never more than 10% down (TF-slim's rule)."""
-    min_value = divisor if min_value is None else min_value
-    new_value = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    if new_value < 0.9 * value:
-        new_value += divisor
-    return new_value
-
-
 def _bn(x, name):
     return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
-
-
-def _correct_pad(x, kernel_size: int):
-    """Padding that makes a stride-2 'valid' conv centre its taps like TF-slim (keras' `correct_pad`)."""
-    h, w = x.shape[1:3]
-    adjust = (1, 1) if h is None or w is None else (1 - h % 2, 1 - w % 2)
-    c = kernel_size // 2
-    return ((c - adjust[0], c), (c - adjust[1], c))
 
 
 def inverted_residual_block(x, expansion: int, strides: int, filters: int, name: str):
@@ -69,7 +60,7 @@ def inverted_residual_block(x, expansion: int, strides: int, filters: int, name:
         x = _bn(x, f"{name}expand_BN")
         x = keras.layers.ReLU(6.0, name=f"{name}expand_relu")(x)
     if strides == 2:
-        x = keras.layers.ZeroPadding2D(_correct_pad(x, 3), name=f"{name}pad")(x)
+        x = keras.layers.ZeroPadding2D(correct_pad(x, 3), name=f"{name}pad")(x)
     x = keras.layers.DepthwiseConv2D(
         3, strides=strides, use_bias=False, padding="same" if strides == 1 else "valid", name=f"{name}depthwise"
     )(x)
@@ -82,13 +73,17 @@ def inverted_residual_block(x, expansion: int, strides: int, filters: int, name:
     return x
 
 
-@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000)
+@register_model(
+    family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+    keras_twin=KerasTwin("MobileNetV2", layer_aliases={"Conv_1": "Conv_1_conv"}),
+)
 def mobilenet_v2(
     input_shape,
     num_classes,
     name="mobilenet_v2",
     alpha: float = 1.0,
-    pooling: str = "avg",
+    include_top: bool = True,
+    pooling: str | None = None,
     dropout: float = 0.0,
     classifier_activation: str | None = "softmax",
 ):
@@ -100,17 +95,16 @@ def mobilenet_v2(
     Args:
         alpha: width multiplier; block channels are `make_divisible(c * alpha, 8)`.
             The last conv keeps 1280 channels unless `alpha > 1`.
-        pooling: "avg" (as the paper) or "max" before the classifier.
+        include_top: end with the classifier (else with the features, as keras.applications).
+        pooling: None, "avg" or "max": the global pooling before the classifier
+            ("avg" if None), or of the features without the top (None: the 4D map).
         dropout: dropout before the classifier (Keras' model has none).
 
     Example:
         >>> model = zoo.build("mobilenet_v2", alpha=0.35, input_shape=(96, 96, 3), num_classes=10)
     """
-    shape = check_input_shape(input_shape, 3, name, allow_none_axes=(0, 1))
-    if any(d is not None and d < 32 for d in shape[:2]):
-        raise ValueError(f"{name} needs images of at least 32x32 (it downsamples 32x). Received: input_shape={shape}")
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}. Received: pooling={pooling!r}")
+    check_image_input(input_shape, name)
+    check_pooling(pooling, name)
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0. Received: alpha={alpha}")
     inputs = keras.Input(tuple(input_shape), name="image")
@@ -135,6 +129,6 @@ def mobilenet_v2(
     x = keras.layers.Conv2D(last_filters, 1, use_bias=False, name="Conv_1_conv")(x)
     x = _bn(x, "Conv_1_bn")
     x = keras.layers.ReLU(6.0, name="out_relu")(x)
-    x = global_pool(x, pooling)
-    outputs = classifier_head(x, num_classes, activation=classifier_activation, dropout=dropout)
+    outputs = image_top(x, include_top=include_top, num_classes=num_classes, pooling=pooling,
+                        classifier_activation=classifier_activation, dropout=dropout)
     return make_model(inputs, outputs, name)

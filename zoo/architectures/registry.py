@@ -11,11 +11,28 @@ import fnmatch
 import functools
 import inspect
 import re
-from typing import Callable
+from typing import Callable, Mapping
 
 from zoo.errors import UnknownNameError
 
 FAMILIES = ("mlp", "cnn", "rnn")
+
+
+@dataclasses.dataclass(frozen=True)
+class KerasTwin:
+    """The `keras.applications` model an architecture is weight-compatible with.
+
+    Args:
+        application: the constructor's name in `keras.applications`, e.g. "EfficientNetB0".
+        layer_aliases: keras layer name -> zoo layer name, where zoo's name differs
+            (`zoo.architectures.weights` maps keras.applications `.h5` files through it).
+        after_load: `fn(model) -> str | None`, run after weights from a keras.applications
+            file are loaded, to undo a known quirk of the published files; returns what it did.
+    """
+
+    application: str
+    layer_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    after_load: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +49,8 @@ class ModelSpec:
     input_dtype: str = "float32"
     description: str = ""
     test_input_shape: tuple | None = None
+    keras_twin: KerasTwin | None = None
+    variant_of: str | None = None  # same builder, other scaling (generic checks run on the base only)
 
     @property
     def small_input_shape(self) -> tuple:
@@ -57,6 +76,7 @@ class ModelInfo:
     num_classes: int
     task: str
     description: str
+    keras_application: str | None = None
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -72,6 +92,8 @@ def register_model(
     input_dtype: str = "float32",
     test_input_shape: tuple | None = None,
     name: str | None = None,
+    keras_twin: KerasTwin | None = None,
+    variant_of: str | None = None,
 ):
     """Registers a builder `fn(input_shape, num_classes, name, **overrides)`.
 
@@ -81,6 +103,9 @@ def register_model(
     or e.g. "forecast" / "language_model" where `num_classes` is the number
     of output units or the vocabulary size; `input_dtype` is "int32" for
     token inputs; `test_input_shape` overrides the small input tests use.
+    `keras_twin` names the keras.applications model whose weight files load
+    into this one; `variant_of` names the registered model this one only
+    rescales (same builder code).
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}. Received: family={family!r}")
@@ -105,6 +130,8 @@ def register_model(
             input_dtype=input_dtype,
             description=doc.splitlines()[0] if doc else "",
             test_input_shape=test_input_shape,
+            keras_twin=keras_twin,
+            variant_of=variant_of,
         )
         return fn
 
@@ -143,16 +170,48 @@ def get_spec(name: str) -> ModelSpec:
         raise UnknownNameError("model", name, _REGISTRY) from None
 
 
-def build(name: str, input_shape=None, num_classes=None, **overrides):
-    """Builds a registered architecture as a `zoo.training.ZooModel`.
+def build(name: str, input_shape=None, num_classes=None, *, weights=None, skip_mismatch: bool = False,
+          new_head: bool = False, **overrides):
+    """Builds a registered architecture as a `zoo.core.model.ZooModel`, optionally with pretrained weights.
 
     Args:
         name: a name from `list_models()`.
-        input_shape: shape without the batch axis; the spec's default if None.
-        num_classes: classes (or output units); the spec's default if None.
+        input_shape: shape without the batch axis; the spec's (or preset's) default if None.
+        num_classes: classes (or output units); the spec's (or preset's) default if None.
+        weights: a preset name (see `zoo presets`), a preset folder, or a
+            weight file: keras.applications' `.h5` (mapped by layer name), a
+            `.weights.h5` or a `.keras` file. A preset also supplies the
+            input shape, classes and overrides it was trained with.
+        skip_mismatch: leave layers the weights do not cover as initialized
+            (named in `model.load_report`) instead of raising.
+        new_head: re-initialize the classifier, e.g. for another number of classes.
         **overrides: builder keywords, e.g. `width=64`, `dropout=0.2`.
+
+    Example:
+        >>> model = zoo.build("resnet50", include_top=False, weights="resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5")
+        >>> model.load_report.loaded[:2]
+        ['conv1_conv', 'conv1_bn']
     """
     spec = get_spec(name)
+    source = None
+    if weights is not None:
+        from zoo.architectures import weights as weight_loading
+
+        source = weight_loading.resolve(weights)
+        if source.preset is not None:
+            preset = source.preset
+            if preset.architecture != name:
+                from zoo.architectures.presets import PresetError
+
+                raise PresetError(
+                    f"Preset {preset.name!r} holds weights of {preset.architecture!r}, not {name!r}: "
+                    f"use zoo.build({preset.architecture!r}, weights={preset.name!r})."
+                )
+            input_shape = preset.input_shape if input_shape is None else input_shape
+            num_classes = preset.num_classes if num_classes is None else num_classes
+            overrides = {**preset.overrides, **overrides}
+    elif skip_mismatch or new_head:
+        raise ValueError("skip_mismatch and new_head apply to loading weights; pass weights=... too.")
     sig = inspect.signature(spec.builder)
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     unknown = set(overrides) - set(sig.parameters) - {"input_shape", "num_classes"}
@@ -166,14 +225,23 @@ def build(name: str, input_shape=None, num_classes=None, **overrides):
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1. Received: num_classes={num_classes}")
     overrides.setdefault("name", name)
-    return spec.builder(input_shape=input_shape, num_classes=num_classes, **overrides)
+    model = spec.builder(input_shape=input_shape, num_classes=num_classes, **overrides)
+    if source is not None:
+        twin = spec.keras_twin
+        model.load_report = weight_loading.load_weights(
+            model, source.path, skip_mismatch=skip_mismatch, new_head=new_head,
+            aliases=twin.layer_aliases if twin else None, after_load=twin.after_load if twin else None,
+        )
+    return model
 
 
 @functools.lru_cache(maxsize=None)
 def _default_params(name: str) -> int:
     import keras
 
-    with keras.name_scope(f"info_{name}"):
+    # In a StatelessScope variables are declared, not allocated: counting
+    # ConvNeXt-Large's 198M parameters takes the graph build only.
+    with keras.name_scope(f"info_{name}"), keras.StatelessScope():
         model = build(name)
     return int(model.count_params())
 
@@ -190,4 +258,5 @@ def model_info(name: str) -> ModelInfo:
         num_classes=spec.num_classes,
         task=spec.task,
         description=spec.description,
+        keras_application=spec.keras_twin.application if spec.keras_twin else None,
     )

@@ -9,7 +9,7 @@ He, Zhang, Ren & Sun 2016, "Deep Residual Learning for Image Recognition"
   structure, names and weight order are those of
   `keras.applications.ResNet50` (v1: stride on the first 1x1 conv of a
   bottleneck, bias in every conv, BN epsilon 1.001e-5), so its weights
-  load with `set_weights`.
+  load with `set_weights`, and keras.applications' `.h5` files by name.
 """
 
 from __future__ import annotations
@@ -17,8 +17,17 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
-from zoo.architectures.blocks import POOLINGS, check_input_shape, classifier_head, global_pool, make_model
-from zoo.architectures.registry import register_model
+from zoo.architectures.blocks import (
+    POOLINGS,
+    check_image_input,
+    check_input_shape,
+    check_pooling,
+    classifier_head,
+    global_pool,
+    image_top,
+    make_model,
+)
+from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
     "He, Zhang, Ren & Sun 2016, Deep Residual Learning for Image Recognition (CVPR), "
@@ -221,7 +230,8 @@ def resnet_imagenet(
     name: str = "resnet",
     block: str = "bottleneck",
     blocks_per_stage: tuple = (3, 4, 6, 3),
-    pooling: str = "avg",
+    include_top: bool = True,
+    pooling: str | None = None,
     dropout: float = 0.0,
     classifier_activation: str | None = "softmax",
 ):
@@ -236,16 +246,15 @@ def resnet_imagenet(
     Args:
         block: "basic" (ResNet-18/34) or "bottleneck" (ResNet-50 and up).
         blocks_per_stage: blocks in each stage, e.g. (3, 4, 6, 3).
-        pooling: "avg" (as the paper) or "max" before the classifier.
+        include_top: end with the classifier (else with the features, as keras.applications).
+        pooling: None, "avg" or "max": the global pooling before the classifier
+            ("avg", as the paper, if None), or of the features without the top (None: the 4D map).
 
     Example:
         >>> model = zoo.build("resnet50", input_shape=(160, 160, 3), num_classes=102)
     """
-    shape = check_input_shape(input_shape, 3, name, allow_none_axes=(0, 1))
-    if any(d is not None and d < 32 for d in shape[:2]):
-        raise ValueError(f"{name} needs images of at least 32x32 (it downsamples 32x). Received: input_shape={shape}")
-    if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}. Received: pooling={pooling!r}")
+    check_image_input(input_shape, name)
+    check_pooling(pooling, name)
     if block not in _BLOCKS:
         raise ValueError(f"block must be one of {_BLOCKS}. Received: block={block!r}")
     if not blocks_per_stage or any(int(b) < 1 for b in blocks_per_stage):
@@ -263,8 +272,8 @@ def resnet_imagenet(
             strides = 2 if stage > 0 and i == 0 else 1
             projection = i == 0 and (strides > 1 or x.shape[-1] != filters * expansion)
             x = block_fn(x, filters, strides, projection, name=f"conv{stage + 2}_block{i + 1}")
-    x = global_pool(x, pooling)
-    outputs = classifier_head(x, num_classes, activation=classifier_activation, dropout=dropout)
+    outputs = image_top(x, include_top=include_top, num_classes=num_classes, pooling=pooling,
+                        classifier_activation=classifier_activation, dropout=dropout)
     return make_model(inputs, outputs, name)
 
 
@@ -285,6 +294,7 @@ def resnet34(input_shape, num_classes, name="resnet34", **kwargs):
     paper=f"{_PAPER}; Table 1; layout of keras.applications.ResNet50",
     input_shape=(224, 224, 3),
     num_classes=1000,
+    keras_twin=KerasTwin("ResNet50"),
 )
 def resnet50(input_shape, num_classes, name="resnet50", **kwargs):
     """ResNet-50: bottleneck blocks (3, 4, 6, 3), weight-compatible with keras.applications.ResNet50.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, scale_for_distribution
+from zoo.core.train_step import TrainFeature, scale_for_distribution
 
 
 class Distillation(TrainFeature):
@@ -27,6 +27,16 @@ class Distillation(TrainFeature):
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0. Received: temperature={temperature}")
         self.teacher, self.alpha, self.temperature, self.from_logits = teacher, float(alpha), float(temperature), from_logits
+
+    @classmethod
+    def from_config(cls, config):
+        """The teacher is the saved model `config.teacher` names (scanned, then loaded frozen in Keras's
+        safe mode without its optimizer: `zoo.deploy.model_io.load_model_file`)."""
+        from zoo.deploy.model_io import load_model_file
+
+        teacher = load_model_file(config.teacher, compile=False)
+        teacher.trainable = False
+        return cls(teacher, config.distill_alpha, config.distill_temperature)
 
     def build(self, model):
         student_shape, teacher_shape = tuple(model.output_shape), tuple(self.teacher.output_shape)
