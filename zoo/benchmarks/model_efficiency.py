@@ -5,8 +5,9 @@ synthetic data so that no input pipeline is measured):
 
 - the zoo model, compiled by `zoo.training.run.build_and_compile` (zoo's
   layers, e.g. the fused BatchNormalization, and its train step);
-- the baseline a plain-Keras user would train: `keras.applications`' model
-  where it has one (MobileNetV2), else the same graph rebuilt from stock
+- the baseline a plain-Keras user would train: the `keras.applications`
+  model zoo's is weight-compatible with (the registry's `keras_twin`, e.g.
+  MobileNetV2), else the same graph rebuilt from stock
   Keras layers (`zoo.architectures.stock.stock_keras_model`), both a plain
   `keras.Model` compiled with the same optimizer, loss and metrics and
   loaded with the same weights;
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from typing import Callable, Optional
+from typing import Optional
 
 import keras
 import numpy as np
@@ -32,15 +33,11 @@ from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
 from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
 from zoo.training.config import TrainConfig
-from zoo.training.run import build_and_compile, make_optimizer
+from zoo.training.builders import build_and_compile, make_optimizer
 from zoo.training.tasks import get_task
 
 NUM_CLASSES = 10
 DISTINCT_BATCHES = 8
-
-
-def _mobilenet_v2_reference(input_shape, num_classes):
-    return keras.applications.MobileNetV2(weights=None, input_shape=input_shape, classes=num_classes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,13 +48,12 @@ class ModelCase:
     batch_size: int
     peak_target: Optional[float] = None  # % of the fp32 matmul peak, by wall time
     ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
-    reference: Optional[Callable] = None  # (input_shape, num_classes) -> keras.Model with zoo's weight order
 
 
 CASES = {
     "convnet_bn": ModelCase((32, 32, 3), 256, peak_target=50.0),
     "resnet20": ModelCase((32, 32, 3), 128, peak_target=50.0, ratio_target=1.3),
-    "mobilenet_v2": ModelCase((32, 32, 3), 128, ratio_target=1.3, reference=_mobilenet_v2_reference),
+    "mobilenet_v2": ModelCase((32, 32, 3), 128, ratio_target=1.3),
     "lstm_classifier": ModelCase((28, 28), 128, peak_target=40.0),
     "mlp": ModelCase((28, 28, 1), 128),
 }
@@ -79,8 +75,10 @@ def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = Fa
     keras.utils.set_random_seed(seed)
     zoo_model = build_and_compile(config, case.input_shape, NUM_CLASSES, steps_per_epoch=None)
     keras.utils.set_random_seed(seed)  # the same dropout seeds in the baseline
-    if case.reference is not None:
-        plain = case.reference(case.input_shape, NUM_CLASSES)
+    twin = registry.get_spec(name).keras_twin
+    if twin is not None:  # the keras.applications model zoo's is weight-compatible with
+        application = getattr(keras.applications, twin.application)
+        plain = application(weights=None, input_shape=case.input_shape, classes=NUM_CLASSES)
         plain.set_weights(zoo_model.get_weights())
     else:
         plain = stock_keras_model(zoo_model)
@@ -99,7 +97,8 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     case = CASES[name]
     row = {"model": name, "input_shape": list(case.input_shape), "batch_size": case.batch_size,
            "peak_target": case.peak_target, "ratio_target": case.ratio_target,
-           "baseline": "keras.applications" if case.reference else "stock Keras layers"}
+           "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
+                        if registry.get_spec(name).keras_twin else "stock Keras layers")}
     ds = synthetic_batches(case.input_shape, case.batch_size, seed)
     zoo_model, plain = build_pair(name, case, seed)
     row["params"] = zoo_model.count_params()

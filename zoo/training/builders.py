@@ -66,9 +66,10 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
-        loss=task.loss(),
+        loss=task.build_loss(config.label_smoothing),
         metrics=task.metrics(),
         jit_compile=resolve_jit_compile(config.jit_compile),
+        steps_per_execution=config.steps_per_execution,
         features=features.from_config(config),
     )
     return model

@@ -59,6 +59,10 @@ class TrainConfig:
     schedule: str = knob("cosine", "learning-rate schedule (cosine: linear warm-up, then cosine decay)", choices=SCHEDULES)
     warmup_fraction: float = knob(1 / 6, "fraction of the steps spent warming up (cosine)",
                                   check=number_range(0, 1, hi_open=True))
+    label_smoothing: float = knob(0.0, "smooth class labels by E: train against (1-E)*onehot + E/classes",
+                                  check=number_range(0, 1, hi_open=True), metavar="E")
+    steps_per_execution: int = knob(1, "train steps per compiled call: fewer Python round trips between small steps",
+                                    check=POSITIVE_INT, metavar="K")
     augment: tuple = knob((), "image augmentations NAME[:AMOUNT]: translate, rotate, zoom, flip (zoo.training.augment)",
                           check=TEXT, multiple=True, metavar="SPEC,...")
     strategy: str = knob("auto", "tf.distribute strategy (zoo.training.distribute)", choices=STRATEGIES)
