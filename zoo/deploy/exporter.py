@@ -28,7 +28,7 @@ from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, pars
 from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
-from zoo.deploy.results import EXPORT_FAILED, ArtifactResult, KerasReference
+from zoo.deploy.results import ArtifactResult, KerasReference
 from zoo.deploy.scan import parse_allow
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
