@@ -7,8 +7,8 @@ import pytest
 
 import zoo
 from tests.architectures.keras_files import randomize_weights
-from zoo.architectures import presets
-from zoo.architectures.presets import PresetError
+from zoo.core import presets
+from zoo.core.presets import PresetError
 from zoo.errors import UnknownNameError
 
 SHAPE = (28, 28, 1)
