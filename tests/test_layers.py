@@ -186,7 +186,7 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def _heavy(modules) -> list[str]:
-    return sorted(m for m in modules if m.split(".")[0] in ("tensorflow", "keras", "numpy", "jax", "torch"))
+    return sorted(m for m in modules if m.split(".")[0] in ("tensorflow", "keras", "jax", "torch"))
 
 
 @pytest.mark.parametrize("code", [
@@ -205,13 +205,7 @@ def _command_modules():
     return ast.literal_eval(node.value)
 
 
-_EXPORT_NOT_YET_LIGHT = pytest.mark.xfail(
-    reason="zoo/cli/export.py's add() imports zoo.deploy, which loads TensorFlow; the export side of issue 12 "
-           "makes zoo.deploy lazy. Remove this mark once it has landed.", strict=False)
-
-
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=_EXPORT_NOT_YET_LIGHT) if c == "export" else c for c in _command_modules()])
+@pytest.mark.parametrize("command", _command_modules())
 def test_command_parsers_do_not_import_tensorflow(command):
     """Building a command's parser (what `zoo --help` and `zoo COMMAND --help` do) loads no TensorFlow."""
     code = (f"import argparse, zoo.cli.{command} as m\n"
@@ -219,7 +213,6 @@ def test_command_parsers_do_not_import_tensorflow(command):
     assert _heavy(_loaded_after(code)) == []
 
 
-@_EXPORT_NOT_YET_LIGHT
 def test_zoo_help_does_not_import_tensorflow():
     assert _heavy(_loaded_after("import zoo.cli; zoo.cli.build_parser()")) == []
 

@@ -9,6 +9,8 @@ SUITES = {
     "training": "zoo.benchmarks.training",
     "inference": "zoo.benchmarks.inference",
     "serving": "zoo.benchmarks.serving_load",
+    "serving-swap": "zoo.benchmarks.serving_swap",
+    "serving-fuzz": "zoo.benchmarks.serving_fuzz",
     "recipes": "zoo.benchmarks.recipes",
 }
 

@@ -61,7 +61,7 @@ def measure(clients=(1, 8, 32), requests_per_client: int = 100, time_limit_s: fl
         with contextlib.ExitStack() as stack:
             # One idle server per setting, measured in turn for each row, so a drift in the machine's
             # other load does not fall on one setting only.
-            servers = {b: stack.enter_context(_ServerProcess(base, batching=b)) for b in batching}
+            servers = {b: stack.enter_context(ServerProcess(base, batching=b)) for b in batching}
             for protocol in protocols:
                 for n in clients:
                     for batched, server in servers.items():
@@ -104,13 +104,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class _ServerProcess:
-    """`zoo serve` in a subprocess, ready when its REST status answers AVAILABLE."""
+class ServerProcess:
+    """`zoo serve` in a subprocess, ready when its REST status of `model` answers AVAILABLE.
 
-    def __init__(self, base: str, batching: bool):
+    `extra`: more `zoo serve` flags (e.g. limits); `poll_s`: how often it scans for new versions.
+    """
+
+    def __init__(self, base: str, batching: bool = False, model: str = MODEL, extra=(), poll_s: float = 30):
         self.rest_port, self.grpc_port = _free_port(), _free_port()
+        self.model = model
         self.args = [sys.executable, "-m", "zoo.cli", "serve", base, "--rest-port", str(self.rest_port),
-                     "--grpc-port", str(self.grpc_port), "--poll-s", "30", *(["--batching"] if batching else [])]
+                     "--grpc-port", str(self.grpc_port), "--poll-s", str(poll_s),
+                     *(["--batching"] if batching else []), *extra]
 
     def __enter__(self):
         import httpx
@@ -122,7 +127,7 @@ class _ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"zoo serve exited with {self.proc.returncode}: {self.proc.stderr.read().decode()}")
             try:
-                if httpx.get(f"{self.rest_url}/v1/models/{MODEL}", timeout=1).status_code == 200:
+                if httpx.get(f"{self.rest_url}/v1/models/{self.model}", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -133,6 +138,10 @@ class _ServerProcess:
     @property
     def rest_url(self) -> str:
         return f"http://127.0.0.1:{self.rest_port}"
+
+    @property
+    def grpc_target(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
 
     def __exit__(self, *exc):
         self.proc.terminate()

@@ -13,3 +13,13 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def add_untrusted_flags(p, keras: bool = False) -> None:
+    """The flags with which a user accepts what `zoo scan` found (zoo.deploy.scan); for every command that
+    loads a user's artifact (serve, export, predict, val)."""
+    p.add_argument("--allow-unsafe-ops", default=None, metavar="OP,OP",
+                   help="accept exactly these ops that `zoo scan` reported (after review); no wildcards")
+    if keras:
+        p.add_argument("--unsafe-deserialization", action="store_true",
+                       help="load .keras files with Keras safe_mode off: Lambda bytecode in the file runs")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from zoo.cli.common import add_untrusted_flags
 from zoo.cli.common import positive_int as _positive_int
 
 
@@ -29,15 +30,18 @@ def add(sub):
     p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
     add_arguments(p, cli_options())
+    add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_export)
 
 
-def _load_model(ref: str):
+def _load_model(ref: str, args=None):
+    """A registry name is built; a path is scanned first (`zoo.deploy.scan`), then loaded in Keras's safe mode."""
     import zoo
     from zoo.deploy.model_io import load_model_file
 
     if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
-        return load_model_file(ref)
+        return load_model_file(ref, allow_unsafe_ops=getattr(args, "allow_unsafe_ops", None) or (),
+                               unsafe_deserialization=getattr(args, "unsafe_deserialization", False))
     return zoo.build(ref)
 
 
@@ -60,7 +64,7 @@ def _cmd_export(args) -> int:
     from zoo.deploy.formats import cli_options
 
     given = given_values(args, cli_options())
-    model = _load_model(args.model)
+    model = _load_model(args.model, args)
     test, rep, description = _export_data(args, given.get("quantization"))
     if rep is not None:
         given["representative_data"] = rep
@@ -69,6 +73,7 @@ def _cmd_export(args) -> int:
         model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})}, **given,
+        allow_unsafe_ops=args.allow_unsafe_ops, unsafe_deserialization=args.unsafe_deserialization,
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from zoo.cli.common import add_untrusted_flags
 from zoo.cli.common import positive_int as _positive_int
 
 
@@ -17,12 +18,13 @@ def add(sub):
     )
     p.add_argument("base_dir", nargs="?", default="saved_models", help="TF Serving base directory (saved_models)")
     p.add_argument("--models", default=None, help="comma-separated model names (default: every model found)")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback by default)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind (loopback by default; another address is reachable from other machines "
+                        "and the server warns)")
     p.add_argument("--rest-port", type=int, default=8501)
     p.add_argument("--grpc-port", type=int, default=8500)
     p.add_argument("--poll-s", type=float, default=1.0, help="seconds between scans for new or removed versions")
     p.add_argument("--batching", action="store_true", help="run concurrent requests as one batch")
-    p.add_argument("--max-request-mb", type=float, default=64, help="larger requests are refused")
     p.add_argument("--labels", action="append", default=[], metavar="MODEL:LABEL=VERSION",
                    help="a version label, e.g. convnet_bn:stable=1 (repeatable)")
     p.add_argument("--policy", default="all", help="models.config version policy: all, latest, latest:N, specific")
@@ -30,11 +32,16 @@ def add(sub):
     p.add_argument("--write-config", nargs="?", const="", default=None, metavar="PATH",
                    help="write models.config (default <base_dir>/models.config) and exit")
     p.add_argument("--print-docker", action="store_true", help="print the `docker run` command for TF Serving and exit")
+    add_untrusted_flags(p)
+    from zoo.deploy.serving import limits
+
+    limits.add_arguments(p)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args) -> int:
     from zoo.deploy import serving
+    from zoo.deploy.serving import limits
 
     models = [m for m in (args.models or "").split(",") if m] or None
     labels = serving.parse_labels(args.labels)
@@ -53,7 +60,7 @@ def _cmd_serve(args) -> int:
         return 0
     server = serving.Server(args.base_dir, host=args.host, rest_port=args.rest_port, grpc_port=args.grpc_port,
                             poll_s=args.poll_s, batching=args.batching, models=models, labels=labels,
-                            max_request_bytes=int(args.max_request_mb * 2**20))
+                            limits=limits.from_args(args), allow_unsafe_ops=args.allow_unsafe_ops)
     server.serve_forever(ready=lambda s: print(
         f"serving {s.store.served()} from {args.base_dir}: REST {s.rest_url}, gRPC {s.grpc_target} "
         "(development server; production: zoo serve --print-docker). Ctrl-C stops.", flush=True))

@@ -28,6 +28,7 @@ from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
 from zoo.deploy.results import EXPORT_FAILED, ArtifactResult, KerasReference
+from zoo.deploy.scan import parse_allow
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
 
@@ -58,6 +59,8 @@ def export(
     timeout_s: float = 900,
     card: dict | None = None,
     process: ConversionProcess | None = None,
+    allow_unsafe_ops=(),
+    unsafe_deserialization: bool = False,
     **options,
 ) -> ExportReport:
     """Exports `model` to `formats` under `out_dir`, verifies each artifact and writes a report.
@@ -77,6 +80,9 @@ def export(
         card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`.
         process: a `zoo.deploy.isolation.ConversionProcess` to reuse across exports (saves its start-up);
             not closed here.
+        allow_unsafe_ops: op names `zoo.deploy.scan` found in the model file that the user reviewed and accepts;
+            a model file with any other finding is refused (`UnsafeArtifactError`) before anything runs.
+        unsafe_deserialization: load the model file with Keras's safe_mode off (Lambda bytecode runs).
 
     Format options (declared by the formats; None or absent means the default):
 {options}
@@ -85,12 +91,14 @@ def export(
         An `ExportReport`; `report.ok` is False if any artifact failed. Failures are reported, not raised.
     """
     t_start = time.perf_counter()
+    allow_unsafe_ops = parse_allow(allow_unsafe_ops)
     fmts = parse_formats(formats)
     resolved = resolve_options(fmts, options, other_names=_OWN_KEYWORDS)
     source = None
     if not hasattr(model, "predict"):
         source = os.fspath(model)
-        model = model_io.load_model_file(source)
+        model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
+                                         unsafe_deserialization=unsafe_deserialization)
     input_name, input_shape, input_dtype = model_io.single_input(model)
 
     eval_x, eval_y = _arrays(test_data, max_eval_samples, "test_data", input_name, input_shape)
@@ -127,7 +135,8 @@ def export(
         for target in _targets(fmts, resolved, out, model.name):
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
-                      verify=verify)
+                      verify=verify, allow_unsafe_ops=allow_unsafe_ops,
+                      unsafe_deserialization=unsafe_deserialization)
             result = runner.run(job, timeout_s)
             if target.format == "saved_model" and result.status != EXPORT_FAILED:
                 saved_model_dir = result.path

@@ -116,6 +116,8 @@ class Job:
     latency_runs: int = 50
     warmup_runs: int = 5
     verify: bool = True
+    allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)
+    unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)
@@ -125,7 +127,7 @@ class Job:
         """The model, loaded once per worker process."""
         from zoo.deploy import model_io
 
-        return model_io.cached_model(self.model_path)
+        return model_io.cached_model(self.model_path, tuple(self.allow_unsafe_ops), self.unsafe_deserialization)
 
     def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
         """A SavedModel of the model: this export's own, else one written once to the scratch space.

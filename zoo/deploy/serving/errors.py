@@ -8,8 +8,6 @@ and the body is `{"error": "<message>"}` (TF Serving REST API doc, "Error").
 
 from __future__ import annotations
 
-import grpc
-
 from zoo.errors import ZooError
 
 # tensorflow_serving/model_servers/http_server.cc: ToHTTPStatusCode.
@@ -49,7 +47,10 @@ class ServingError(ZooError):
         super().__init__(f"{code}: {message}")
 
     @property
-    def grpc_code(self) -> grpc.StatusCode:
+    def grpc_code(self):
+        """The `grpc.StatusCode` (grpc imported here: `zoo serve --help` declares limits without it)."""
+        import grpc
+
         return grpc.StatusCode[self.code]
 
 
@@ -63,3 +64,12 @@ def invalid(message: str) -> ServingError:
 
 def not_found(message: str) -> ServingError:
     return ServingError("NOT_FOUND", message)
+
+
+def runtime_error(e: Exception) -> ServingError:
+    """The status of an unexpected failure while serving: memory and TensorFlow's own resource errors
+    are RESOURCE_EXHAUSTED (the request was too big for the server now), anything else INTERNAL."""
+    if isinstance(e, MemoryError) or type(e).__name__ == "ResourceExhaustedError":
+        return ServingError("RESOURCE_EXHAUSTED", f"The server ran out of memory for this request ({type(e).__name__}); "
+                                                  "send smaller batches.")
+    return ServingError("INTERNAL", f"{type(e).__name__}: {e}")

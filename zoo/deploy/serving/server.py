@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
+import ipaddress
 import logging
 import signal
 import socket
@@ -21,9 +23,10 @@ import uvicorn
 
 from zoo.deploy.serving.batching import Batcher
 from zoo.deploy.serving.grpc_service import add_services
-from zoo.deploy.serving.rest import DEFAULT_MAX_REQUEST_BYTES, create_app
+from zoo.deploy.serving.limits import Admission, Limits
+from zoo.deploy.serving.rest import create_app
 from zoo.deploy.serving.store import ModelStore
-from zoo.errors import ZooError
+from zoo.errors import UnknownNameError, ZooError
 
 log = logging.getLogger("zoo.serving")
 
@@ -36,30 +39,47 @@ DEFAULT_REST_PORT = 8501
 DEFAULT_GRPC_PORT = 8500
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class Server:
     """Serves `base_dir` over REST and gRPC until `stop()`.
 
     Args:
         base_dir: TF Serving base directory; models are its subdirectories with integer versions.
-        host: interface to bind (loopback by default).
+        host: interface to bind (loopback by default; any other address logs a warning).
         rest_port, grpc_port: ports; 0 picks a free one (see `rest_port`/`grpc_port` after `start`).
         poll_s: seconds between scans for new or removed versions.
         batching: run concurrent requests as one batch (`zoo.deploy.serving.batching`).
-        max_request_bytes: larger REST bodies get 413, larger gRPC messages RESOURCE_EXHAUSTED.
         models, labels: see `ModelStore`.
-        grpc_workers: threads answering gRPC calls.
+        limits: request size, JSON depth, concurrency, queue, deadline, non-finite inputs
+            (`zoo.deploy.serving.limits.Limits`); any of its fields may also be given as a keyword,
+            e.g. `Server(base, max_request_bytes=2**20)`.
+        allow_unsafe_ops: ops `zoo scan` reported that the user accepts; a version holding any
+            other is refused (`ModelStore`).
     """
 
     def __init__(self, base_dir="saved_models", *, host: str = DEFAULT_HOST, rest_port: int = DEFAULT_REST_PORT,
                  grpc_port: int = DEFAULT_GRPC_PORT, poll_s: float = 1.0, batching: bool = False,
-                 max_batch_size: int = 64, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, models=None,
-                 labels=None, grpc_workers: int = 32):
+                 max_batch_size: int = 64, models=None, labels=None, limits: Limits | None = None,
+                 allow_unsafe_ops=(), **limit_overrides):
+        fields = {f.name for f in dataclasses.fields(Limits)}
+        for key in limit_overrides:
+            if key not in fields:
+                raise UnknownNameError("Server argument", key, sorted(fields))
+        self.limits = dataclasses.replace(limits or Limits(), **limit_overrides)
+        self.admission = Admission(self.limits.max_concurrent_requests, self.limits.max_queued_requests)
         self.batcher = Batcher(max_batch_size=max_batch_size) if batching else None
-        self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher)
+        self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher,
+                                allow_unsafe_ops=allow_unsafe_ops)
         self.host = host
         self.rest_port, self.grpc_port = rest_port, grpc_port
-        self.max_request_bytes = max_request_bytes
-        self.grpc_workers = grpc_workers
         self._grpc = self._uvicorn = self._thread = None
 
     @property
@@ -72,6 +92,9 @@ class Server:
 
     def start(self) -> "Server":
         """Loads the models, then listens; returns once both servers accept connections."""
+        if not is_loopback(self.host):
+            log.warning("Binding to %s: the server is reachable from other machines, without authentication or "
+                        "TLS. Put it behind a proxy that provides them, or bind to 127.0.0.1.", self.host)
         self.store.start()
         try:
             self._start_grpc()
@@ -83,11 +106,14 @@ class Server:
         return self
 
     def _start_grpc(self) -> None:
-        limit = self.max_request_bytes
-        self._grpc = grpc.server(concurrent.futures.ThreadPoolExecutor(self.grpc_workers, "zoo-grpc"),
-                                 options=[("grpc.max_receive_message_length", limit),
+        # A thread for every request the admission lets in, plus a few for status and metadata calls;
+        # beyond that grpcio itself answers RESOURCE_EXHAUSTED instead of queueing in its executor.
+        workers = self.admission.capacity + 4
+        self._grpc = grpc.server(concurrent.futures.ThreadPoolExecutor(workers, "zoo-grpc"),
+                                 maximum_concurrent_rpcs=workers,
+                                 options=[("grpc.max_receive_message_length", self.limits.max_request_bytes),
                                           ("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)])
-        add_services(self._grpc, self.store)
+        add_services(self._grpc, self.store, self.limits, self.admission)
         try:
             port = self._grpc.add_insecure_port(f"{self.host}:{self.grpc_port}")
         except RuntimeError:
@@ -109,7 +135,7 @@ class Server:
             sock.close()
             raise ServerStartError(f"Cannot bind REST to {self.host}:{self.rest_port}: {e.strerror}.") from None
         self.rest_port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(self.store, max_request_bytes=self.max_request_bytes), log_level="warning",
+        config = uvicorn.Config(create_app(self.store, self.limits, self.admission), log_level="warning",
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=5)
         self._uvicorn = uvicorn.Server(config)
         self._uvicorn.install_signal_handlers = lambda: None  # signals belong to the caller (serve_forever)

@@ -6,7 +6,13 @@ file_system_storage_path_source.proto`); a new version is loaded, its warmup
 records replayed, and only then is it AVAILABLE; a removed version is unloaded.
 Requests go to the highest available version unless they name a version or a
 label. Requests in flight keep a reference to the version they resolved, so
-removing it never fails them.
+removing it never fails them, and a version is added to the served set only
+once it is loaded and warmed up, so no request ever sees a half-loaded one.
+
+Every version is scanned (`zoo.deploy.scan`) before it is loaded: loading a
+SavedModel runs its graph's ops, and a version holding ops that reach files, the
+network or processes, or run code, is refused (reported as END with the reason)
+unless the server was told to accept exactly those ops.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from google.protobuf import text_format
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_status_pb2
 
+from zoo.deploy import scan
 from zoo.deploy.serving import codec
 from zoo.deploy.serving.config import CONFIG_FILE, model_names, read_config
 from zoo.deploy.serving.errors import ModelDirError, ServingError, invalid, not_found
@@ -99,9 +106,11 @@ class ModelStore:
         poll_s: seconds between scans of the directory; 0 scans only on `refresh()`.
         runner: calls `runner(servable, signature_name, inputs, output_filter)` instead of
             `servable.run(...)`, e.g. a `Batcher`.
+        allow_unsafe_ops: op names `zoo scan` reports that the user reviewed and accepts.
     """
 
-    def __init__(self, base_dir, models=None, *, labels=None, poll_s: float = 1.0, runner=None):
+    def __init__(self, base_dir, models=None, *, labels=None, poll_s: float = 1.0, runner=None,
+                 allow_unsafe_ops=()):
         self.base_dir = Path(base_dir)
         if not self.base_dir.is_dir():
             raise ModelDirError(f"Model base directory {str(self.base_dir)!r} does not exist.")
@@ -114,8 +123,10 @@ class ModelStore:
         self._labels = {m: dict(v) for m, v in (labels or {}).items()}
         self.poll_s = poll_s
         self.runner = runner
+        self.allow_unsafe_ops = scan.parse_allow(allow_unsafe_ops)
         self._servables: dict[str, dict[int, Servable]] = {}
         self._failed: dict[tuple[str, int], str] = {}
+        self._refused: dict[tuple[str, int], scan.UnsafeArtifactError] = {}
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._stop = threading.Event()
@@ -124,7 +135,12 @@ class ModelStore:
     # ---- directory watching --------------------------------------------------------------
 
     def start(self) -> "ModelStore":
+        """Loads every version; raises `UnsafeArtifactError` if the scan refused any (nothing is served then)."""
         self.refresh()
+        if self._refused:
+            errors = list(self._refused.values())
+            message = " ".join(str(e) for e in errors)
+            raise scan.UnsafeArtifactError(message, [f for e in errors for f in e.findings])
         if self.poll_s > 0:
             self._thread = threading.Thread(target=self._poll, name="zoo-serving-poll", daemon=True)
             self._thread.start()
@@ -151,8 +167,19 @@ class ModelStore:
                 for version in vs:
                     if version in self._servables.get(name, {}) or (name, version) in self._failed:
                         continue
+                    path = self.base_dir / name / str(version)
                     try:
-                        servable = Servable.load(name, version, self.base_dir / name / str(version))
+                        refused = scan.refusal(scan.scan(path), self.allow_unsafe_ops)
+                    except scan.ArtifactError:
+                        refused = None  # not a readable SavedModel: loading reports why
+                    if refused is not None:
+                        with self._lock:
+                            self._failed[(name, version)] = str(refused)
+                            self._refused[(name, version)] = refused
+                        log.error("%s", refused)
+                        continue
+                    try:
+                        servable = Servable.load(name, version, path)
                         n = servable.replay_warmup()
                     except Exception as e:  # a corrupt version is reported, the others keep serving
                         with self._lock:
@@ -175,6 +202,7 @@ class ModelStore:
                     if not self._servables[name]:
                         del self._servables[name]
                 self._failed = {k: v for k, v in self._failed.items() if k[1] in wanted.get(k[0], ())}
+                self._refused = {k: v for k, v in self._refused.items() if k in self._failed}
 
     # ---- lookup ---------------------------------------------------------------------------
 
