@@ -61,7 +61,8 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
     with features.policy_scope(config.mixed_precision):
-        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
+        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, weights=config.weights,
+                               new_head=config.new_head, **config.model_overrides)
     task = get_task(registry.get_spec(config.model).task)
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     model.compile(

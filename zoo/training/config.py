@@ -19,13 +19,14 @@ from zoo.core.options import (
 from zoo.errors import UnknownNameError, ZooError
 from zoo.fileio import check_dir_creatable
 from zoo.training.distribute import STRATEGIES
-from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, check_values, knob, knobs
+from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, TRANSFER_GROUP, check_values, knob, knobs
 
 RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
 DEFAULT_RECIPE = "mnist_fast"
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
 MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
+FREEZE_CHOICES = ("backbone",)
 _JIT = {"auto": "auto", "on": True, "off": False}
 
 
@@ -119,6 +120,27 @@ class TrainConfig:
                                     check=POSITIVE_INT, none=True, metavar="STEPS", group=RUN_GROUP)
     sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.training.checks.overfit_batch)",
                               check=BOOL, group=RUN_GROUP)
+    # Transfer learning (zoo.architectures.weights, zoo.training.features.freezing / layer_decay) and presets.
+    weights: str | None = knob(None, "start from these weights: a preset name (`zoo presets`), a preset folder, or a "
+                               "keras.applications .h5, .weights.h5 or .keras file", check=PATH, none=True,
+                               metavar="PRESET|FILE", group=TRANSFER_GROUP)
+    new_head: bool = knob(False, "with --weights: re-initialize the classifier (this dataset's classes)", check=BOOL,
+                          group=TRANSFER_GROUP)
+    freeze: str | None = knob(None, "train only the head: 'backbone' freezes every layer before it, BatchNorm kept in "
+                              "inference mode", choices=FREEZE_CHOICES, none=True, group=TRANSFER_GROUP,
+                              feature=f"{_FEATURE}.freezing:FreezeBackbone")
+    unfreeze_at: int | None = knob(None, "with --freeze: train everything after this many epochs", check=POSITIVE_INT,
+                                   none=True, metavar="EPOCH", group=TRANSFER_GROUP)
+    unfreeze_lr_factor: float = knob(0.1, "with --unfreeze-at: the learning rate (schedule) times this from then on",
+                                     check=number_range(0, 1, lo_open=True), metavar="FACTOR", group=TRANSFER_GROUP)
+    layer_lr_decay: float | None = knob(None, "layer-wise learning-rate decay: the first layer learns at this fraction "
+                                        "of the classifier's rate, the layers between geometrically in between",
+                                        check=UNIT_OPEN, none=True, metavar="FRACTION", group=TRANSFER_GROUP,
+                                        feature=f"{_FEATURE}.layer_decay:LayerwiseLRDecay")
+    save_preset: str | None = knob(None, "after training, save the weights as this preset in $ZOO_HOME/presets",
+                                   check=TEXT, none=True, metavar="NAME", group=TRANSFER_GROUP)
+    preset_license: str | None = knob(None, "the saved preset's license (default: the training data's terms)",
+                                      check=TEXT, none=True, metavar="LICENSE", group=TRANSFER_GROUP)
 
     def validate(self) -> None:
         """Checks every name and number before any work starts (nothing is written).
@@ -136,12 +158,37 @@ class TrainConfig:
 
         registry.get_spec(self.model)
         augment.parse(self.augment)
+        self._validate_transfer()
         for path in (self.out, self.export_dir):
             if path:
                 try:
                     check_dir_creatable(path)
                 except NotADirectoryError as e:
                     raise ValueError(f"Output path {str(path)!r} cannot be used: {e}") from None
+
+    def _validate_transfer(self) -> None:
+        """The weights exist (a preset is checked, SHA-256 included) and a preset name is free, before training."""
+        if self.unfreeze_at is not None:
+            if self.freeze is None:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} needs freeze='backbone' (--freeze backbone).")
+            if self.unfreeze_at >= self.epochs:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} must be below epochs={self.epochs}: "
+                                 "the run would end before unfreezing.")
+        if self.new_head and self.weights is None:
+            raise ValueError("new_head re-initializes the classifier of loaded weights; give weights too (--weights).")
+        from zoo.architectures import weights
+        from zoo.core import presets
+
+        if self.weights is not None:
+            source = weights.resolve(self.weights)
+            if source.preset is not None and source.preset.architecture != self.model:
+                raise presets.PresetError(f"Preset {source.preset.name!r} holds weights of "
+                                          f"{source.preset.architecture!r}, but model={self.model!r}.")
+        if self.save_preset is not None:
+            presets.check_name(self.save_preset)
+            if (presets.preset_store() / self.save_preset).exists():
+                raise FileExistsError(f"Preset {self.save_preset!r} already exists in {presets.preset_store()}; "
+                                      "choose another --save-preset name.")
 
     @property
     def run_dir(self) -> Path:
