@@ -119,6 +119,8 @@ def _cmd_train(args) -> int:
     if result.resumed_from:
         r = result.resumed_from
         print(f"resumed from:         epoch {r['epoch'] + 1}, step {r['step_in_epoch']} (global step {r['global_step']})")
+    if result.weights_report is not None:
+        print(f"started from:         {result.weights_report}")
     if result.export_path:
         print(f"export path:          {result.export_path}")
     for key, value in result.test_metrics.items():
@@ -127,6 +129,8 @@ def _cmd_train(args) -> int:
     if result.baseline:
         b = result.baseline
         print(f"baseline {b['name']}: test {b['metric']} {b['value']:.4f}")
+    if result.preset is not None:
+        print(f"preset:               {result.preset.name} ({result.preset.path})")
     print(f"training wall time:   {result.train_time_s:.1f} s")
     if config.target is not None:
         reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"

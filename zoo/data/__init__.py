@@ -25,7 +25,7 @@ offline ``prepare``. When a dataset is neither prepared nor downloadable, zoo
 fails within seconds with :class:`zoo.errors.DatasetUnavailableError`.
 """
 
-from zoo.data import bundled, moby_dick  # noqa: F401  (register their datasets)
+from zoo.data import bundled, mnist_digits, moby_dick  # noqa: F401  (register their datasets)
 from zoo.data.image_folder import ImageFolderData, from_image_folder
 from zoo.data.loading import (
     DatasetInfo,

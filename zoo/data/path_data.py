@@ -151,8 +151,8 @@ def _labels(data: PathData, split: str) -> np.ndarray:
     labels = getattr(data.splits, "labels", None)
     if labels:  # image folders: the labels of the listing, without decoding an image
         return np.asarray(labels[split], np.int64)
-    ds, _ = data.splits.parts[split]
-    return np.fromiter((int(y) for _, y in ds.as_numpy_iterator()), np.int64)
+    batches = data.splits.dataset(split, shuffle=False, batch_size=4096).as_numpy_iterator()
+    return np.concatenate([np.asarray(y, np.int64).reshape(-1) for _, y in batches])
 
 
 def detect_kind(path: str, *, horizon=None, time_column=None, text_column=None) -> tuple[str, str]:
@@ -483,7 +483,7 @@ def _table(path, frame, source, why, target, task, features, categorical, fracti
     stats = data.stats
     scale = None
     if task == "regression":
-        y = np.concatenate([y for _, y in data.parts["train"][0].batch(4096).as_numpy_iterator()])
+        y = np.concatenate([y for _, y in data.dataset("train", shuffle=False, batch_size=4096).as_numpy_iterator()])
         scale = (float(y.mean()), float(y.std() or 1.0))
     table_input = raw.TableInput(tuple(stats.numeric), tuple(float(v) for v in stats.mean),
                                  tuple(float(v) for v in stats.std), dict(stats.categories), scale)

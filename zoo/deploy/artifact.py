@@ -138,7 +138,7 @@ def _open_saved_model(path, meta, num_threads):
     from zoo.deploy.formats.saved_model import open_runner
 
     runner = open_runner(path)
-    spec = next(iter(runner.inputs.values()))
+    spec = next(iter(runner._sig.structured_input_signature[1].values()))
     return Artifact(path, "saved_model", meta, runner, runner.runtime, tuple(spec.shape[1:]), spec.dtype.name)
 
 

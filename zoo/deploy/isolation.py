@@ -21,7 +21,6 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import numpy as np
 
 from zoo.deploy.formats.base import Job
 from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
@@ -67,8 +66,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         return result
     t1 = time.perf_counter()
     try:
-        example = np.asarray(job.array("eval_x")[:1])
-        verification = verify(module.open_runner(converted.path, example=example), job)
+        verification = verify(module.open_runner(converted.path, example=job.example()), job)
     except Exception as e:
         result.status = FAILED_VERIFICATION
         result.error = f"runtime error: {type(e).__name__}: {e}"[:2000]

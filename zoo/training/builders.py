@@ -71,15 +71,16 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     else:
         with features.policy_scope(config.mixed_precision):
             model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes,
-                                   **config.model_overrides)
+                                   weights=config.weights, new_head=config.new_head, **config.model_overrides)
     task = get_task(task_of(config, data))
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     strings = any(str(t.dtype) == "string" for t in model.inputs)  # texts, categories: no XLA kernels
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
-        loss=task.loss(),
+        loss=task.build_loss(config.label_smoothing),
         metrics=task.metrics(),
         jit_compile=False if strings else resolve_jit_compile(config.jit_compile),
+        steps_per_execution=config.steps_per_execution,
         features=features.from_config(config),
     )
     return model

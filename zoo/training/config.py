@@ -19,13 +19,14 @@ from zoo.core.options import (
 from zoo.errors import UnknownNameError, ZooError
 from zoo.fileio import check_dir_creatable
 from zoo.training.distribute import STRATEGIES
-from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, check_values, knob, knobs
+from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, TRANSFER_GROUP, check_values, knob, knobs
 
 RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
 DEFAULT_RECIPE = "mnist_fast"
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
 MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
+FREEZE_CHOICES = ("backbone",)
 _JIT = {"auto": "auto", "on": True, "off": False}
 
 
@@ -74,6 +75,10 @@ class TrainConfig:
     schedule: str = knob("cosine", "learning-rate schedule (cosine: linear warm-up, then cosine decay)", choices=SCHEDULES)
     warmup_fraction: float = knob(1 / 6, "fraction of the steps spent warming up (cosine)",
                                   check=number_range(0, 1, hi_open=True))
+    label_smoothing: float = knob(0.0, "smooth class labels by E: train against (1-E)*onehot + E/classes",
+                                  check=number_range(0, 1, hi_open=True), metavar="E")
+    steps_per_execution: int = knob(1, "train steps per compiled call: fewer Python round trips between small steps",
+                                    check=POSITIVE_INT, metavar="K")
     augment: tuple = knob((), "image augmentations NAME[:AMOUNT]: translate, rotate, zoom, flip (zoo.training.augment)",
                           check=TEXT, multiple=True, metavar="SPEC,...")
     strategy: str = knob("auto", "tf.distribute strategy (zoo.training.distribute)", choices=STRATEGIES)
@@ -130,6 +135,27 @@ class TrainConfig:
                                     check=POSITIVE_INT, none=True, metavar="STEPS", group=RUN_GROUP)
     sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.training.checks.overfit_batch)",
                               check=BOOL, group=RUN_GROUP)
+    # Transfer learning (zoo.architectures.weights, zoo.training.features.freezing / layer_decay) and presets.
+    weights: str | None = knob(None, "start from these weights: a preset name (`zoo presets`), a preset folder, or a "
+                               "keras.applications .h5, .weights.h5 or .keras file", check=PATH, none=True,
+                               metavar="PRESET|FILE", group=TRANSFER_GROUP)
+    new_head: bool = knob(False, "with --weights: re-initialize the classifier (this dataset's classes)", check=BOOL,
+                          group=TRANSFER_GROUP)
+    freeze: str | None = knob(None, "train only the head: 'backbone' freezes every layer before it, BatchNorm kept in "
+                              "inference mode", choices=FREEZE_CHOICES, none=True, group=TRANSFER_GROUP,
+                              feature=f"{_FEATURE}.freezing:FreezeBackbone")
+    unfreeze_at: int | None = knob(None, "with --freeze: train everything after this many epochs", check=POSITIVE_INT,
+                                   none=True, metavar="EPOCH", group=TRANSFER_GROUP)
+    unfreeze_lr_factor: float = knob(0.1, "with --unfreeze-at: the learning rate (schedule) times this from then on",
+                                     check=number_range(0, 1, lo_open=True), metavar="FACTOR", group=TRANSFER_GROUP)
+    layer_lr_decay: float | None = knob(None, "layer-wise learning-rate decay: the first layer learns at this fraction "
+                                        "of the classifier's rate, the layers between geometrically in between",
+                                        check=UNIT_OPEN, none=True, metavar="FRACTION", group=TRANSFER_GROUP,
+                                        feature=f"{_FEATURE}.layer_decay:LayerwiseLRDecay")
+    save_preset: str | None = knob(None, "after training, save the weights as this preset in $ZOO_HOME/presets",
+                                   check=TEXT, none=True, metavar="NAME", group=TRANSFER_GROUP)
+    preset_license: str | None = knob(None, "the saved preset's license (default: the training data's terms)",
+                                      check=TEXT, none=True, metavar="LICENSE", group=TRANSFER_GROUP)
     # Your own data (`zoo train --data PATH`, `zoo.data.from_path`): a path instead of `dataset`; each knob
     # left unset is inferred from the data (and printed), see zoo/training/own_data.py.
     data: str | None = knob(None, "an image or text folder (one subfolder per class), a CSV/Parquet table, or a CSV "
@@ -173,6 +199,7 @@ class TrainConfig:
         registry.get_spec(self.model)
         augment.parse(self.augment)
         self._validate_data_knobs()
+        self._validate_transfer()
         for path in (self.out, self.export_dir):
             if path:
                 try:
@@ -188,6 +215,30 @@ class TrainConfig:
                 raise ValueError(f"{', '.join(given)} apply to your own data only: give it with --data PATH.")
         elif not Path(self.data).exists():
             raise ValueError(f"data {str(self.data)!r} does not exist (a folder, or a .csv/.parquet file).")
+
+    def _validate_transfer(self) -> None:
+        """The weights exist (a preset is checked, SHA-256 included) and a preset name is free, before training."""
+        if self.unfreeze_at is not None:
+            if self.freeze is None:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} needs freeze='backbone' (--freeze backbone).")
+            if self.unfreeze_at >= self.epochs:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} must be below epochs={self.epochs}: "
+                                 "the run would end before unfreezing.")
+        if self.new_head and self.weights is None:
+            raise ValueError("new_head re-initializes the classifier of loaded weights; give weights too (--weights).")
+        from zoo.architectures import weights
+        from zoo.core import presets
+
+        if self.weights is not None:
+            source = weights.resolve(self.weights)
+            if source.preset is not None and source.preset.architecture != self.model:
+                raise presets.PresetError(f"Preset {source.preset.name!r} holds weights of "
+                                          f"{source.preset.architecture!r}, but model={self.model!r}.")
+        if self.save_preset is not None:
+            presets.check_name(self.save_preset)
+            if (presets.preset_store() / self.save_preset).exists():
+                raise FileExistsError(f"Preset {self.save_preset!r} already exists in {presets.preset_store()}; "
+                                      "choose another --save-preset name.")
 
     @property
     def run_dir(self) -> Path:

@@ -154,7 +154,7 @@ def build_model(config: TrainConfig, data: PathData):
     overrides.update(config.model_overrides)
     with features.policy_scope(config.mixed_precision):
         core = registry.build(config.model, input_shape=raw_input.core_shape, num_classes=output_units(data),
-                              **overrides)
+                              weights=config.weights, new_head=config.new_head, **overrides)
     inputs = raw_input.inputs()
     x = raw_input.transform(inputs)  # the core casts it to its input dtype (token ids: int32)
     outputs = raw_input.finish(core(x))

@@ -47,6 +47,8 @@ class TrainResult:
     run_dir: Path
     resumed_from: dict | None = None  # the backup position this run continued from
     data: object | None = None  # your own data (zoo.data.PathData) when trained with `data`
+    weights_report: object = None  # zoo.architectures.weights.LoadReport, with --weights
+    preset: object = None  # zoo.core.presets.Preset, with --save-preset
 
 
 def train(config: TrainConfig, data=None) -> TrainResult:
@@ -147,11 +149,13 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         # Real test (or validation) examples become the version's TF Serving warmup records.
         export_path = publish_saved_model(model, config.export_dir, config.model,
                                           warmup_data=test_ds if test_ds is not None else val_ds)
+    test_metrics = {k: float(v) for k, v in test_metrics.items()}
+    preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
     return TrainResult(
         config=config,
         model=model,
         history=history,
-        test_metrics={k: float(v) for k, v in test_metrics.items()},
+        test_metrics=test_metrics,
         baseline=baseline,
         train_time_s=clock.train_time_s,
         time_to_target_s=clock.time_to_target_s,
@@ -159,6 +163,25 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         run_dir=run_dir,
         resumed_from=resumed,
         data=data,
+        weights_report=getattr(model, "load_report", None),
+        preset=preset,
+    )
+
+
+def save_run_preset(model, config: TrainConfig, test_metrics: dict):
+    """The finished run's weights as preset `config.save_preset`, with its recipe, data and test metrics."""
+    from zoo.core import presets
+
+    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split}
+    if config.data:  # your own data: its path and how it was read (zoo.training.own_data)
+        data = {"data": str(config.data), "splits": "train, with validation and test held out"}
+    if config.weights:
+        data["started_from"] = str(config.weights)
+    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({config.dataset})"
+    return presets.save_preset(
+        model, config.save_preset, recipe=dataclasses.asdict(config), data=data,
+        metrics={f"test_{k}": v for k, v in test_metrics.items()}, license=license,
+        description=config.description or f"{config.model} trained on {config.dataset} ({config.recipe or 'no recipe'})",
     )
 
 
