@@ -81,6 +81,7 @@ def test_artifact_paths_resolve_run_dirs_and_serving_base_dirs(exported, tmp_pat
     version = exported["saved_model"]
     base = os.path.dirname(version)
     assert open_artifact(base).path.name == os.path.basename(version)  # the newest version
+    assert str(open_artifact(os.path.dirname(base)).path) == version  # zoo export's serving root, one model
     run = tmp_path / "run"
     run.mkdir()
     os.link(exported["keras"], run / "last.keras")
@@ -108,6 +109,8 @@ def test_predict_output_formats_and_skipped_files(exported, image_model, tmp_pat
 
     printed = json.loads(capsys.readouterr().out)
     assert printed["classes"] == ["blue", "green", "red"] and len(printed["predictions"][0]["top"]) == 3
+    zoo.predict(exported["onnx"], files, progress=True, batch_size=4)  # 12 files in 3 batches
+    assert "12/12" in capsys.readouterr().err
 
 
 def test_val_matches_sklearn_and_keras_evaluate(exported, image_model, tmp_path):

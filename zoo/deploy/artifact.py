@@ -10,7 +10,7 @@
 |---|---|---|
 | ``*.keras`` | Keras model (``safe_mode=True``) | Keras / TensorFlow |
 | a run directory (``last.keras`` or ``best.keras``) | that ``.keras`` | Keras / TensorFlow |
-| a SavedModel version, or a base dir of numbered versions | the newest version's ``serving_default`` | TensorFlow |
+| a SavedModel version, a base dir of numbered versions, or a serving root with one model | the newest version's ``serving_default`` | TensorFlow |
 | ``*.tflite`` | the format's runner | LiteRT interpreter (XNNPACK) |
 | ``*.onnx`` | the format's runner | onnxruntime |
 | a TF.js folder (``model.json``) | the format's runner | @tensorflow/tfjs in Node |
@@ -80,14 +80,25 @@ def resolve(path) -> tuple[Path, str]:
     for name in RUN_DIR_MODELS:
         if (path / name).is_file():
             return path / name, "keras"
-    versions = sorted((int(p.name), p) for p in path.iterdir() if p.name.isdigit() and (p / "saved_model.pb").is_file())
+    versions = _versions(path)
     if versions:
-        return versions[-1][1], "saved_model"
+        return versions[-1], "saved_model"
+    served = [p for p in sorted(path.iterdir()) if p.is_dir() and _versions(p)]
+    if len(served) == 1:  # a TF Serving root holding one model (zoo export's <out>/saved_model)
+        return _versions(served[0])[-1], "saved_model"
+    if served:
+        raise ArtifactError(f"{path} serves several models ({', '.join(p.name for p in served)}); name one of them.")
     found = sorted(p.name for p in path.iterdir() if p.suffix in (".keras", ".tflite", ".onnx")
                    or (p / "model.json").is_file() or (p / "saved_model.pb").is_file() or p.name == "saved_model")
     hint = f" It holds {', '.join(found)}: name one of them." if found else ""
     raise ArtifactError(f"{path} is not a run directory ({' or '.join(RUN_DIR_MODELS)}), a SavedModel (or a base "
                         f"directory of numbered versions) or a TF.js model (model.json).{hint}")
+
+
+def _versions(path: Path) -> list[Path]:
+    """A TF Serving base directory's numbered SavedModel versions, oldest first."""
+    return [p for _, p in sorted((int(p.name), p) for p in path.iterdir()
+                                 if p.name.isdigit() and (p / "saved_model.pb").is_file())]
 
 
 def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False
