@@ -126,6 +126,19 @@ def test_text_folder_and_series_inference(tmp_path):
     np.testing.assert_array_equal(y.numpy()[0], [23, 24, 25])
 
 
+def test_classes_selects_and_orders_class_folders_and_filters_table_rows(image_folder, tmp_path):
+    data = zoo.data.from_path(image_folder, classes=["square", "circle"], validation_split=0, test_split=0)
+    assert data.class_names == ("square", "circle")
+    files, labels = data.splits.files["train"], data.splits.labels["train"]
+    assert all((label == 0) == ("square" in f) for f, label in zip(files, labels))
+    with pytest.raises(DataError, match=r"has no class 'sqare'; did you mean: square\?"):
+        zoo.data.from_path(image_folder, classes=["sqare", "circle"])
+    frame = _table().assign(label=lambda f: np.where(f["rooms"] > 3, "many", np.where(f["rooms"] > 1, "some", "one")))
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    kept = zoo.data.from_path(tmp_path / "t.csv", classes=["one", "many"], validation_split=0, test_split=0)
+    assert kept.class_names == ("many", "one") and kept.splits.num_examples["train"] == int((frame.label != "some").sum())
+
+
 # ---------------------------------------------------------------- bad input
 
 

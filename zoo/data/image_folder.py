@@ -70,6 +70,7 @@ def from_image_folder(
     verify: bool = True,
     on_error: str = "raise",
     raw: bool = False,
+    classes=None,
 ) -> ImageFolderData:
     """Images under `path` (one subfolder per class) as batched ``(x, y)`` splits.
 
@@ -87,6 +88,7 @@ def from_image_folder(
         on_error: what a file that is not a readable image does: "raise" a
             DataError naming it, or "skip" it (listed in ``data.skipped``).
         raw: keep pixel values in [0, 255] (float32) instead of scaling to [0, 1].
+        classes: only these class folders, labelled in this order (default: all, sorted).
 
     Returns:
         :class:`ImageFolderData` with x float32 ``(batch, h, w, channels)`` in
@@ -98,7 +100,7 @@ def from_image_folder(
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}.")
     root = _check_folder(path)
-    class_names, files = list_image_splits(root, validation_split, test_split, seed)
+    class_names, files = list_image_splits(root, validation_split, test_split, seed, classes)
 
     skipped, sizes = [], {}
     if verify:
@@ -155,8 +157,12 @@ def split_folders(root: str) -> dict:
     return found
 
 
-def list_image_splits(root: str, validation_split: float = 0.0, test_split: float = 0.0, seed: int = 0):
-    """``(class names, {split: [(label, file)]})`` of an image folder, split as `from_image_folder` does."""
+def list_image_splits(root: str, validation_split: float = 0.0, test_split: float = 0.0, seed: int = 0,
+                      classes=None):
+    """``(class names, {split: [(label, file)]})`` of an image folder, split as `from_image_folder` does.
+
+    `classes`: only these class folders, labelled in this order (default: every one, sorted).
+    """
     fractions = {"validation": validation_split, "test": test_split}
     splits_lib.validate_fractions(fractions)
     split_dirs = split_folders(root)
@@ -166,7 +172,7 @@ def list_image_splits(root: str, validation_split: float = 0.0, test_split: floa
             "folder; add train/ (one subfolder per class) or use class folders directly."
         )
     if "train" in split_dirs:
-        listings = {s: _list_classes(d) for s, d in split_dirs.items()}
+        listings = {s: _list_classes(d, classes) for s, d in split_dirs.items()}
         class_names = listings["train"][0]
         for s, (names, _) in listings.items():
             if names != class_names:
@@ -182,7 +188,7 @@ def list_image_splits(root: str, validation_split: float = 0.0, test_split: floa
             train = files["train"]
             files.update({s: [train[i] for i in idx] for s, idx in rows.items()})
     else:
-        class_names, all_files = _list_classes(root)
+        class_names, all_files = _list_classes(root, classes)
         labels = np.array([label for label, _ in all_files])
         rows = splits_lib.random_split(len(all_files), fractions, seed=seed, labels=labels)
         files = {s: [all_files[i] for i in idx] for s, idx in rows.items()}
@@ -223,6 +229,20 @@ def check_images(paths) -> ImageCheck:
     return ImageCheck(sizes, modes, skipped)
 
 
+def select_classes(wanted: list, found: list, where: str) -> list:
+    """`wanted` (in its order) after checking each is one of `found`; an unknown name gets close names."""
+    from zoo.errors import suggest
+
+    for name in wanted:
+        if name not in found:
+            close = suggest(str(name), [str(f) for f in found], n=3)
+            raise DataError(f"{where} has no class {name!r}" + (f"; did you mean: {', '.join(close)}?" if close else "")
+                            + f" Classes found: {', '.join(map(str, found))}.")
+    if len(set(wanted)) != len(wanted):
+        raise DataError(f"classes lists a class more than once: {wanted}.")
+    return list(wanted)
+
+
 def _check_image_size(image_size) -> tuple:
     ok = (
         isinstance(image_size, (tuple, list))
@@ -249,10 +269,13 @@ def _is_image(name: str) -> bool:
     return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith(".")
 
 
-def _list_classes(folder: str):
-    """(sorted class names, [(label, file path)]) for a folder of class subfolders."""
+def _list_classes(folder: str, classes=None):
+    """(class names, [(label, file path)]) for a folder of class subfolders: every one, sorted, or
+    the `classes` given, in their order."""
     entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
     class_names = [e for e in entries if os.path.isdir(os.path.join(folder, e))]
+    if classes is not None and class_names:
+        class_names = select_classes(list(classes), class_names, folder)
     if not class_names:
         loose = [e for e in entries if _is_image(e)]
         detail = (

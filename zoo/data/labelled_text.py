@@ -103,8 +103,9 @@ def from_labelled_texts(
     )
 
 
-def list_text_folder(path, encoding: str = "utf-8"):
-    """``(texts, labels, skipped)`` of a folder with one subfolder of text files per class.
+def list_text_folder(path, encoding: str = "utf-8", wanted=None):
+    """``(texts, labels, skipped)`` of a folder with one subfolder of text files per class (`wanted`:
+    only these classes).
 
     A file that is not valid `encoding` or is empty is skipped, with the reason.
     """
@@ -116,6 +117,10 @@ def list_text_folder(path, encoding: str = "utf-8"):
     if not classes:
         raise DataError(f"Text folder {root} has no class subfolders (one subfolder of {', '.join(TEXT_SUFFIXES)} "
                         "files per class).")
+    if wanted is not None:
+        from zoo.data.image_folder import select_classes
+
+        classes = select_classes(list(wanted), classes, root)
     texts, labels, skipped = [], [], []
     for name in classes:
         folder = os.path.join(root, name)
@@ -137,8 +142,10 @@ def list_text_folder(path, encoding: str = "utf-8"):
     return texts, labels, skipped
 
 
-def from_text_folder(path, *, encoding: str = "utf-8", **kwargs) -> LabelledTextData:
+def from_text_folder(path, *, encoding: str = "utf-8", classes=None, **kwargs) -> LabelledTextData:
     """A folder of class subfolders of text files (like Keras' ``text_dataset_from_directory``)
-    as :func:`from_labelled_texts` splits; unreadable files are listed in ``data.skipped``."""
-    texts, labels, skipped = list_text_folder(path, encoding)
-    return from_labelled_texts(texts, labels, name=os.fspath(path), skipped=skipped, **kwargs)
+    as :func:`from_labelled_texts` splits; unreadable files are listed in ``data.skipped``.
+    `classes`: only these class folders, labelled in this order."""
+    texts, labels, skipped = list_text_folder(path, encoding, classes)
+    return from_labelled_texts(texts, labels, name=os.fspath(path), skipped=skipped,
+                               class_names=None if classes is None else tuple(classes), **kwargs)

@@ -246,6 +246,7 @@ def from_path(
     test_split: Optional[float] = None,
     seed: int = 0,
     batch_size: int = 32,
+    classes=None,
 ) -> PathData:
     """Reads `path` as zoo train does: see the module docstring. Every argument left None is inferred."""
     if not isinstance(path, (str, os.PathLike)):
@@ -259,9 +260,16 @@ def from_path(
     common = {"seed": seed, "batch_size": batch_size}
     fractions = {"validation_split": VALIDATION_SPLIT if validation_split is None else validation_split,
                  "test_split": TEST_SPLIT if test_split is None else test_split}
+    if classes is not None:
+        classes = [str(c) for c in classes]
+        if len(classes) < 2:
+            raise DataError(f"classes must name at least two classes, got {classes}.")
     result = _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
-                   image_size, color_mode, fractions, common)
-    return dataclasses.replace(result, reading={**_reading(result), **fractions, "seed": seed})
+                   image_size, color_mode, fractions, common, classes)
+    reading = {**_reading(result), **fractions, "seed": seed}
+    if classes is not None:
+        reading["classes"] = list(classes)
+    return dataclasses.replace(result, reading=reading)
 
 
 def _reading(data: PathData) -> dict:
@@ -279,37 +287,39 @@ def _reading(data: PathData) -> dict:
 
 
 def _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
-          image_size, color_mode, fractions, common) -> PathData:
+          image_size, color_mode, fractions, common, classes) -> PathData:
     if kind == "image":
-        return _images(path, why, image_size, color_mode, task, fractions, common)
+        return _images(path, why, image_size, color_mode, task, fractions, common, classes)
     if kind == "text" and os.path.isdir(path):
-        return _text_folder(path, why, task, fractions, common)
+        return _text_folder(path, why, task, fractions, common, classes)
     from zoo.data.tables import read_table
 
     frame, source, skipped = read_table(path, with_skipped=True)
     if kind == "table":
         kind, why, found_text = _frame_kind(frame, target, source)
         text_column = text_column or found_text
+    if kind == "series" and classes is not None:
+        raise DataError(f"{source} is read as a series (forecasting); --classes does not apply.")
     if kind == "series":
         result = _series(path, frame, source, why, target, time_column, horizon, window, task, fractions, common)
     elif kind == "text":
-        result = _text_table(path, frame, source, why, target, text_column, task, fractions, common)
+        result = _text_table(path, frame, source, why, target, text_column, task, fractions, common, classes)
     else:
-        result = _table(path, frame, source, why, target, task, features, categorical, fractions, common)
+        result = _table(path, frame, source, why, target, task, features, categorical, fractions, common, classes)
     return dataclasses.replace(result, skipped=tuple(skipped) + tuple(result.skipped))
 
 
 # ---------------------------------------------------------------- images
 
 
-def _images(path, why, image_size, color_mode, task, fractions, common) -> PathData:
+def _images(path, why, image_size, color_mode, task, fractions, common, classes=None) -> PathData:
     from zoo.data.image_folder import from_image_folder
 
     if task not in (None, "classification"):
         raise DataError(f"An image folder is read for classification; --task {task} does not apply.")
     inferences = [Inference("data", "image folder", why), Inference("task", "classification", "one class per subfolder",
                                                                      "")]
-    class_names, files = list_image_splits(path, **fractions, seed=common["seed"])
+    class_names, files = list_image_splits(path, **fractions, seed=common["seed"], classes=classes)
     every = [f for split_files in files.values() for _, f in split_files]
     check = check_images(every)
     if len(check.skipped) == len(every):
@@ -331,9 +341,10 @@ def _images(path, why, image_size, color_mode, task, fractions, common) -> PathD
         from zoo.errors import UnknownNameError
 
         raise UnknownNameError("color mode", color_mode, COLOR_MODES)
-    data = from_image_folder(path, image_size, color_mode=color_mode, on_error="skip", raw=True, **fractions,
-                             **common)
-    inferences.append(Inference("classes", data.class_names, f"{len(data.class_names)} subfolders, sorted", ""))
+    data = from_image_folder(path, image_size, color_mode=color_mode, on_error="skip", raw=True, classes=classes,
+                             **fractions, **common)
+    inferences.append(Inference("classes", data.class_names, "given" if classes else
+                                f"{len(data.class_names)} subfolders, sorted", "--classes"))
     return PathData(path, "image", "classification", data, raw.ImageInput(image_size, COLOR_MODES[color_mode]),
                     data.class_names, None, tuple(inferences), data.skipped, tuple(notes))
 
@@ -361,16 +372,16 @@ def _infer_color_mode(modes: dict) -> tuple[str, str]:
 # ---------------------------------------------------------------- text
 
 
-def _text_folder(path, why, task, fractions, common) -> PathData:
+def _text_folder(path, why, task, fractions, common, classes=None) -> PathData:
     from zoo.data.labelled_text import from_text_folder
 
     if task not in (None, "classification"):
         raise DataError(f"A folder of text files is read for classification; --task {task} does not apply.")
-    data = from_text_folder(path, **fractions, **common)
+    data = from_text_folder(path, classes=classes, **fractions, **common)
     return _text_result(path, data, [Inference("data", "text folder", why)], None)
 
 
-def _text_table(path, frame, source, why, target, text_column, task, fractions, common) -> PathData:
+def _text_table(path, frame, source, why, target, text_column, task, fractions, common, classes=None) -> PathData:
     from zoo.data.labelled_text import from_labelled_texts
 
     if task not in (None, "classification"):
@@ -379,9 +390,10 @@ def _text_table(path, frame, source, why, target, text_column, task, fractions, 
     target, target_why = _pick_target(frame, target, source, exclude=text_column)
     missing = frame[[text_column, target]].isna().any(axis=1).to_numpy()
     skipped = [(f"row {i} (line {i + 2})", "missing text or label") for i in np.flatnonzero(missing)]
-    kept = frame[~missing]
+    kept = _only_classes(frame[~missing], target, classes, source)
     data = from_labelled_texts(kept[text_column].astype(str).tolist(), kept[target].tolist(), name=source,
-                               skipped=skipped, **fractions, **common)
+                               skipped=skipped, class_names=None if classes is None else tuple(classes),
+                               **fractions, **common)
     inferences = [Inference("data", "table of texts", why, "--text-column"),
                   Inference("target", target, target_why, "--target")]
     return _text_result(path, data, inferences, target, text_column)
@@ -391,7 +403,7 @@ def _text_result(path, data, inferences, target, column=None) -> PathData:
     text_input = dataclasses.replace(raw.TextInput.fit(data.texts["train"]), column=column)
     inferences += [
         Inference("task", "classification", f"{len(data.class_names)} classes"),
-        Inference("classes", data.class_names, "sorted label values"),
+        Inference("classes", data.class_names, "sorted label values", "--classes"),
         Inference("tokens", f"{len(text_input.vocabulary)} words, sequences of {text_input.sequence_length}",
                   "vocabulary of the train texts (at most 20000 words); length covers 95% of them"),
     ]
@@ -437,13 +449,30 @@ def _infer_task(series, task) -> tuple[str, str]:
     return "regression", "real-valued"
 
 
-def _table(path, frame, source, why, target, task, features, categorical, fractions, common) -> PathData:
+def _only_classes(frame, target, classes, source):
+    """The rows whose target is one of `classes` (all rows when None); an unknown class gets close names."""
+    if classes is None:
+        return frame
+    from zoo.data.image_folder import select_classes
+
+    values = frame[target].astype(str)
+    select_classes(list(classes), sorted(values.unique()), f"{source} (column {target!r})")
+    return frame[values.isin(classes).to_numpy()]
+
+
+def _table(path, frame, source, why, target, task, features, categorical, fractions, common,
+           classes=None) -> PathData:
     import pandas as pd
 
     from zoo.data.tables import from_table, mixed_type_problem
 
     target, target_why = _pick_target(frame, target, source)
     task, task_why = _infer_task(frame[target], task)
+    if classes is not None:
+        if task != "classification":
+            raise DataError(f"{source}: --classes applies to classification; the target {target!r} is read for "
+                            f"{task}.")
+        frame = _only_classes(frame, target, classes, source)
     if task == "forecast":
         raise DataError(f"{source}: forecasting needs a series (--horizon N and a time column).")
     values = frame[target].dropna().unique()
@@ -496,7 +525,8 @@ def _table(path, frame, source, why, target, task, features, categorical, fracti
     if categorical:
         inferences.append(Inference("categorical", categorical, cat_why, "--categorical"))
     if task == "classification":
-        inferences.append(Inference("classes", data.class_names, "sorted target values"))
+        inferences.append(Inference("classes", data.class_names, "the given ones, sorted" if classes else
+                                    "sorted target values", "--classes"))
     return PathData(path, "table", task, data, table_input, data.class_names if task == "classification" else None,
                     target, tuple(inferences))
 

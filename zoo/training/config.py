@@ -177,6 +177,8 @@ class TrainConfig:
     image_size: tuple | None = knob(None, "resize images to this size", check=IMAGE_SIZE, none=True, metavar="HxW",
                                     group=DATA_GROUP)
     color_mode: str | None = knob(None, "image channels", choices=COLOR_MODES, none=True, group=DATA_GROUP)
+    classes: tuple | None = knob(None, "use only these classes (class folders: labelled in this order)", check=TEXT,
+                                 multiple=True, none=True, metavar="A,B,...", group=DATA_GROUP)
     val_fraction: float | None = knob(None, "fraction held out for validation (default 0.1)",
                                       check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
     test_fraction: float | None = knob(None, "fraction held out for the test (default 0.1)",

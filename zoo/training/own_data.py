@@ -49,6 +49,7 @@ def read(config: TrainConfig) -> PathData:
         window=config.window,
         image_size=config.image_size,
         color_mode=config.color_mode,
+        classes=config.classes,
         validation_split=config.val_fraction,
         test_split=config.test_fraction,
         seed=config.seed or 0,
