@@ -84,31 +84,60 @@ def _browser_outputs(folder, cases, tmp_path):
     return result
 
 
-@pytest.mark.parametrize("make", [_cnn, _lstm], ids=["cnn", "lstm"])
-def test_page_in_headless_chromium_matches_keras(make, tmp_path):
+def _export(make, tmp_path_factory):
+    """(model, example inputs, tfjs folder, export report): one conversion per model for the module.
+
+    The export's own verification (Node) is left out: the browser comparison is the check here."""
     import zoo.deploy
 
-    model, x = make(tmp_path)
-    report = zoo.deploy.export(model, tmp_path / "export", ("tfjs",), latency_runs=0)
+    tmp = tmp_path_factory.mktemp(make.__name__.strip("_"))
+    model, x = make(tmp)
+    report = zoo.deploy.export(model, tmp / "export", ("tfjs",), latency_runs=0, verify=False)
     assert report.ok, report.table()
-    folder = tmp_path / "export" / "tfjs_float32"
+    return model, x, tmp / "export" / "tfjs_float32", report
+
+
+@pytest.fixture(scope="module")
+def cnn_page(tmp_path_factory):
+    return _export(_cnn, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def lstm_page(tmp_path_factory):
+    return _export(_lstm, tmp_path_factory)
+
+
+@pytest.mark.parametrize("page", ["cnn_page", "lstm_page"])
+def test_page_in_headless_chromium_matches_keras(page, request, tmp_path):
+    model, x, folder, report = request.getfixturevalue(page)
     assert (folder / "index.html").is_file() and (folder / "tf.min.js").is_file()
-    if make is _lstm:  # a while loop in the graph: the page must take executeAsync
+    if page == "lstm_page":  # a while loop in the graph: the page must take executeAsync
         assert report.results[0].route == "control_flow_v2", report.table()
     result = _browser_outputs(folder, [{"values": x.reshape(-1).tolist(), "shape": list(x.shape)}], tmp_path)
     assert result["backend"] == "cpu" and result["tfjs_version"]
     np.testing.assert_allclose(np.asarray(result["outputs"][0]), model.predict(x, verbose=0), rtol=1e-4, atol=1e-4)
 
 
-def test_page_shows_the_class_names_from_the_metadata(tmp_path):
+def test_page_reads_image_files_like_a_dropped_image(cnn_page, tmp_path):
+    """PNG files through the page's own image path (fetch -> canvas -> pixels), against Keras on Pillow's pixels."""
+    from PIL import Image
+
+    model, _, folder, _ = cnn_page
+    rng = np.random.default_rng(7)
+    pixels = rng.integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
+    for i, a in enumerate(pixels):
+        Image.fromarray(a).save(folder / f"case{i}.png")
+    result = _browser_outputs(folder, [{"image": f"case{i}.png"} for i in range(3)], tmp_path)
+    got = np.concatenate([np.asarray(o) for o in result["outputs"]])
+    expected = model.predict(pixels.astype(np.float32), verbose=0)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_page_shows_the_class_names_from_the_metadata(cnn_page):
     """The page's own reading of model.json: the same metadata zoo wrote (what the page shows)."""
     from zoo.deploy import metadata
 
-    model, _ = _cnn(tmp_path)
-    import zoo.deploy
-
-    zoo.deploy.export(model, tmp_path / "export", ("tfjs",), latency_runs=0, verify=False)
-    folder = tmp_path / "export" / "tfjs_float32"
+    _, _, folder, _ = cnn_page
     spec = json.loads((folder / "model.json").read_text())
     assert spec["userDefinedMetadata"]["zoo_metadata"]["class_names"] == ["a", "b", "c"]
     assert metadata.read(folder).class_names == ("a", "b", "c")
