@@ -175,6 +175,9 @@ def test_bad_tables(tmp_path):
         zoo.data.from_path(path, target="lable")
     with pytest.raises(DataError, match=r"no feature column 'siz'.*Did you mean: size"):
         zoo.data.from_path(path, features=["siz", "rooms"])
+    (tmp_path / "book.txt").write_text("Call me Ishmael.")
+    with pytest.raises(DataError, match="single text file.*one subfolder of text files per class"):
+        zoo.data.from_path(tmp_path / "book.txt")
     (tmp_path / "header.csv").write_text("a,b,label\n")
     with pytest.raises(DataError, match="no data rows, only the header"):
         zoo.data.from_path(tmp_path / "header.csv")

@@ -78,6 +78,8 @@ class PathData:
         inferences: every guess made, in order.
         skipped: ``(file or line, reason)`` of what could not be read.
         notes: other things worth knowing (e.g. images of mixed sizes were resized).
+        reading: the `from_path` arguments that read this data again the same way (inferred values
+            fixed, the same seed and held-out fractions); models keep it in their metadata.
     """
 
     path: str
@@ -91,11 +93,6 @@ class PathData:
     skipped: tuple = ()
     notes: tuple = ()
     reading: dict = dataclasses.field(default_factory=dict)
-
-    def read_again(self, path=None, **changes) -> "PathData":
-        """This data (or the same kind of data at `path`) read the same way: the inferred values
-        fixed, the same seed and held-out fractions; `changes` override them."""
-        return from_path(path or self.path, **{**self.reading, **changes})
 
     def dataset_info(self):
         """The facts a training run needs, as for a registered dataset (`zoo.data.DatasetInfo`)."""
@@ -184,6 +181,10 @@ def detect_kind(path: str, *, horizon=None, time_column=None, text_column=None) 
         what = "image" if kind == "image" else "text"
         return kind, f"{len(classes)} class folders with {counts[kind]} {what} files"
     low = path.lower()
+    if low.endswith(TEXT_SUFFIXES):
+        raise DataError(f"{path} is a single text file. `zoo train --data` classifies texts: give a folder with one "
+                        "subfolder of text files per class, or a CSV with a text column. For a character language "
+                        "model on one text, see zoo.data.from_text_files (the moby_dick_char_lstm recipe).")
     if not low.endswith(TABLE_SUFFIXES):
         raise DataError(f"{path}: zoo reads image or text folders and {', '.join(TABLE_SUFFIXES)} files; "
                         f"{os.path.splitext(path)[1] or 'a file without extension'} is none of them.")
