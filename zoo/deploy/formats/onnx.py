@@ -14,7 +14,7 @@ FORMAT = Format(
     name="onnx",
     artifact="{model}.onnx",
     runtime="onnxruntime (CPUExecutionProvider)",
-    description="ONNX via tf2onnx with a dynamic batch axis",
+    description="ONNX via tf2onnx from the SavedModel (constants frozen, Erfc rewritten), dynamic batch axis",
     options=(
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
     ),
