@@ -93,6 +93,19 @@ def test_table_inference_stratified_split_and_statistics_from_train_rows(tmp_pat
     np.testing.assert_allclose(data.raw_input.std, train_rows.std(ddof=0), rtol=1e-5)
 
 
+def test_parquet_reads_like_the_same_csv(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = _table()
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    a, b = zoo.data.from_path(tmp_path / "t.csv"), zoo.data.from_path(tmp_path / "t.parquet")
+    assert a.class_names == b.class_names and a.splits.num_examples == b.splits.num_examples
+    np.testing.assert_allclose(a.raw_input.mean, b.raw_input.mean)
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(DataError, match="bad.parquet cannot be read as Parquet"):
+        zoo.data.from_path(tmp_path / "bad.parquet")
+
+
 def test_regression_target_and_task_override(tmp_path):
     path = tmp_path / "prices.csv"
     _table().assign(price=lambda f: f["size"] * 1000.0).drop(columns="label").to_csv(path, index=False)
