@@ -84,3 +84,25 @@ def atomic_write_text(path: Path | str, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def atomic_write(path: Path | str, write, *, binary: bool = True) -> Path:
+    """Calls `write(file)` on a temporary file next to `path`, then renames it to `path` (`os.replace`).
+
+    For writers that take an open file (`np.savez`, `pickle.dump`); on an exception nothing is left.
+    """
+    path = Path(path)
+    ensure_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
+    try:
+        os.chmod(tmp, _default_mode(directory=False))
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path

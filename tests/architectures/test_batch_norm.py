@@ -22,11 +22,14 @@ def train_step(cls, x, **kwargs):
     return [y, layer.moving_mean, layer.moving_variance, *grads], layer
 
 
-@pytest.mark.parametrize("shape", [(16, 7, 7, 5), (8, 6)])  # fused (images) and the fallback (vectors)
-def test_matches_keras_batch_norm_in_training(shape):
+# Images, sequences and volumes take the fused kernel; vectors the parent's path.
+@pytest.mark.parametrize("shape, fused", [((16, 7, 7, 5), True), ((8, 12, 6), True), ((4, 3, 5, 2, 6), True),
+                                          ((8, 6), False)])
+def test_matches_keras_batch_norm_in_training(shape, fused):
     x = tf.constant(np.random.default_rng(0).normal(1.0, 3.0, size=shape).astype("float32"))
     expected, _ = train_step(keras.layers.BatchNormalization, x)
     got, layer = train_step(BatchNormalization, x)
+    assert layer.fusable(x, training=True) is fused
     # The gamma gradient sums ~800 normalised values that nearly cancel: compare it at that scale.
     for e, g in zip(expected, got):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-3)
@@ -40,3 +43,16 @@ def test_saves_and_loads_as_zoo_layer(tmp_path):
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
     assert isinstance(loaded.get_layer("bn"), BatchNormalization)
+
+
+def test_mixed_bfloat16_matches_keras_batch_norm():
+    x = tf.constant(np.random.default_rng(0).normal(1.0, 3.0, size=(8, 5, 5, 4)).astype("float32"))
+    outputs = []
+    for cls in (keras.layers.BatchNormalization, BatchNormalization):
+        layer = cls(dtype="mixed_bfloat16")
+        y = layer(tf.cast(x, tf.bfloat16), training=True)
+        assert y.dtype == tf.bfloat16
+        outputs.append([np.asarray(tf.cast(y, tf.float32)), np.asarray(layer.moving_mean),
+                        np.asarray(layer.moving_variance)])
+    for e, g in zip(*outputs):
+        np.testing.assert_allclose(g, e, rtol=2e-2, atol=2e-2)  # bfloat16 has 8 significant bits

@@ -7,6 +7,7 @@ tf.data training, named layers) run for these models in test_architectures.py.
 
 import keras
 import numpy as np
+import tensorflow as tf
 import pytest
 
 import zoo
@@ -89,6 +90,74 @@ def test_mobilenet_v2_computes_what_keras_applications_computes():
     )
     model = zoo.build("mobilenet_v2", alpha=0.35, input_shape=shape, num_classes=10, classifier_activation=None)
     assert_same_function(reference, model, shape)
+
+
+def training_step(model, x, y):
+    """Loss and gradients of one training-mode forward pass, and the moving statistics it updated."""
+    with tf.GradientTape() as tape:
+        loss = keras.losses.sparse_categorical_crossentropy(y, model(x, training=True))
+        loss = tf.reduce_mean(loss)
+    grads = tape.gradient(loss, model.trainable_weights)
+    return float(loss), [np.asarray(g) for g in grads], [np.asarray(w) for w in model.non_trainable_weights]
+
+
+def assert_trains_like(model, reference, exact_reference, input_shape):
+    """zoo's training step (fused BatchNormalization) against stock Keras in float32 and float64.
+
+    Loss and moving statistics must agree to float32 rounding. Gradients are compared as a whole
+    with the float64 step: a pre-activation within rounding of a ReLU's kink takes the other
+    branch in any float32 computation, so single gradient entries can differ by their full size
+    (stock Keras fp32 too: up to ~1% of the gradient norm on these nets), while a wrong epsilon,
+    momentum or statistic shows in the loss and moving statistics at once. The layer itself is
+    compared entry by entry in tests/test_batch_norm.py.
+    """
+    randomize_statistics(reference)
+    weights = reference.get_weights()
+    model.set_weights(weights)
+    exact_reference.set_weights([w.astype("float64") for w in weights])
+    x = np.random.default_rng(1).random((16, *input_shape), dtype=np.float32)
+    y = np.arange(16) % 10
+    keras_loss, _, keras_stats = training_step(reference, x, y)
+    _, exact_grads, _ = training_step(exact_reference, x.astype("float64"), y)
+    loss, grads, stats = training_step(model, x, y)
+    np.testing.assert_allclose(loss, keras_loss, rtol=1e-5)
+    for e, g in zip(keras_stats, stats):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    flat = np.concatenate([g.ravel() for g in grads])
+    exact = np.concatenate([g.ravel() for g in exact_grads])
+    assert np.linalg.norm(flat - exact) <= 3e-2 * np.linalg.norm(exact)
+
+
+def float64_twin(model):
+    """`model`'s graph in stock Keras layers computing in float64 (the fused kernel has no float64)."""
+    from zoo.architectures.stock import STOCK_EQUIVALENTS
+
+    def clone(layer):
+        cls = STOCK_EQUIVALENTS.get(type(layer), type(layer))
+        return cls.from_config({**layer.get_config(), "dtype": "float64"})
+
+    inputs = keras.Input(model.inputs[0].shape[1:], dtype="float64")
+    twin = keras.models.clone_model(model, input_tensors=inputs, clone_function=clone)
+    return keras.Model(twin.inputs, twin.outputs)
+
+
+def test_mobilenet_v2_trains_like_keras_applications():
+    # Training mode exercises zoo's fused BatchNormalization after every conv (keras.applications: Keras').
+    shape = (32, 32, 3)
+    keras.utils.set_random_seed(0)
+    reference = keras.applications.MobileNetV2(weights=None, alpha=0.35, input_shape=shape, classes=10)
+    model = zoo.build("mobilenet_v2", alpha=0.35, input_shape=shape, num_classes=10)
+    assert_trains_like(model, reference, float64_twin(reference), shape)
+
+
+def test_resnet20_trains_like_its_stock_keras_twin():
+    from zoo.architectures.stock import stock_keras_model
+
+    keras.utils.set_random_seed(0)
+    model = zoo.build("resnet20", zero_init_last=False)
+    reference = stock_keras_model(model)
+    assert type(reference.get_layer("stem_bn")) is keras.layers.BatchNormalization
+    assert_trains_like(model, reference, float64_twin(model), (32, 32, 3))
 
 
 # One case per builder: resnet32-110 share resnet20's, resnet34 resnet18's.

@@ -76,19 +76,25 @@ def test_torch_peer_skips_cleanly_without_torch(monkeypatch):
 
 
 def test_time_to_accuracy_report_from_a_recorded_result(tmp_path):
-    """markdown/plots work on a result without training (the numbers are made up)."""
+    """summarize/markdown/plots work on a result without training (the numbers are made up)."""
     result = {
-        "recipe": "mnist_fast", "target_test_accuracy": 0.99, "target_seconds": 15.0, "seeds": [0],
-        "machine": {"cpus": 2, "tensorflow": "x"}, "worst_time_to_target_s": 12.0, "passed": True,
-        "speedup_vs_baseline": 4.0, "baseline_reached_target": True, "baseline_epoch_budget": 10,
+        "recipe": "mnist_speedrun", "target_test_accuracy": 0.99, "target_speedup": 10.0, "seeds": [0, 1],
+        "machine": {"cpus": 2, "tensorflow": "x"}, "baseline_epoch_budget": 15,
         "runs": [
-            {"name": "zoo:mnist_fast", "seed": 0, "epochs": [(1, 6.0, 0.985), (2, 12.0, 0.9905)],
-             "time_to_target_s": 12.0, "epochs_to_target": 2},
-            {"name": "keras.io simple convnet", "seed": 0, "epochs": [(1, 8.0, 0.97), (9, 48.0, 0.991)],
-             "time_to_target_s": 48.0, "epochs_to_target": 9},
+            {"name": "zoo:mnist_speedrun", "seed": 0, "epochs": [(1, 4.0, 0.9916)], "cpu_s": [6.0],
+             "time_to_target_s": 4.0, "cpu_to_target_s": 6.0, "epochs_to_target": 1},
+            {"name": time_to_accuracy.BASELINE, "seed": 0, "epochs": [(1, 8.0, 0.97), (9, 48.0, 0.991)],
+             "cpu_s": [12.0, 80.0], "time_to_target_s": 48.0, "cpu_to_target_s": 80.0, "epochs_to_target": 9},
+            {"name": time_to_accuracy.BASELINE, "seed": 1, "epochs": [(1, 8.0, 0.97), (7, 36.0, 0.9902)],
+             "cpu_s": [12.0, 60.0], "time_to_target_s": 36.0, "cpu_to_target_s": 60.0, "epochs_to_target": 7},
+            {"name": "zoo:mnist_speedrun", "seed": 1, "epochs": [(1, 4.5, 0.9921)], "cpu_s": [6.5],
+             "time_to_target_s": 4.5, "cpu_to_target_s": 6.5, "epochs_to_target": 1},
         ],
     }
+    result.update(time_to_accuracy.summarize(result))
+    assert [p["speedup"] for p in result["pairs"]] == [12.0, 8.0]
+    assert result["worst_speedup"] == 8.0 and not result["passed"]
     text = time_to_accuracy.markdown(result)
-    assert "12.0" in text and "met" in text
+    assert "8.0x" in text and "missed" in text
     (png,) = time_to_accuracy.plots(result, tmp_path)
     assert png.is_file()

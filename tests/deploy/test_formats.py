@@ -22,7 +22,7 @@ from zoo.deploy.report import ExportReport, options_text
 from zoo.deploy.results import ArtifactResult, KerasReference
 from zoo.errors import UnknownNameError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("tensorflow", "keras", "tf2onnx", "onnx", "onnxruntime", "ai_edge_litert", "tensorflowjs", "grpc",
          "starlette", "uvicorn")
 

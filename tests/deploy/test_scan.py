@@ -7,7 +7,10 @@ onnx.helper) and, where no tool writes the hostile part, edited at the format le
 
 import json
 import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import flatbuffers
 import keras
@@ -17,6 +20,7 @@ import pytest
 import tensorflow as tf
 from onnx import TensorProto, helper
 
+import zoo
 import zoo.deploy
 from zoo.cli import main
 from zoo.deploy import scan
@@ -142,6 +146,19 @@ def test_the_scan_never_runs_the_graph_which_loading_would(tmp_path):
     assert marker.read_text() == "pwned"
 
 
+def test_a_keras_2_saved_model_is_checked_for_lambda_layers_in_its_keras_metadata(tmp_path):
+    """tf_keras writes each layer's config to keras_metadata.pb; `tf_keras.models.load_model` runs Lambdas."""
+    import tf_keras
+
+    inp = tf_keras.Input((3,), name="x")
+    tf_keras.Model(inp, tf_keras.layers.Lambda(lambda v: v * 2, name="double")(inp)).save(tmp_path / "lam")
+    [finding] = scan.scan(tmp_path / "lam").findings
+    assert finding.op == "Lambda" and finding.location.startswith("keras_metadata.pb node 'root'")
+    assert finding.location.endswith("Lambda 'double'")
+    tf_keras.Model(inp, tf_keras.layers.Dense(2, name="d")(inp)).save(tmp_path / "dense")
+    assert scan.scan(tmp_path / "dense").clean
+
+
 # ---- clean exports ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("artifact, kind", [
@@ -153,6 +170,25 @@ def test_a_clean_zoo_export_scans_clean(clean_export, artifact, kind):
     report = scan.scan(clean_export / artifact)
     assert (report.kind, report.findings) == (kind, [])
     assert report.clean and report.items > 0
+
+
+@pytest.mark.parametrize("name", ["lenet5", "mixer_s16", "tcn", "char_lstm_lm"])
+def test_zoo_architectures_saved_as_keras_files_scan_clean(tmp_path, name):
+    """zoo's own registered classes (ZooModel, its layers) are trusted: a trained zoo model is not refused."""
+    zoo.build(name).save(tmp_path / "m.keras")
+    assert scan.scan(tmp_path / "m.keras").findings == []
+
+
+def test_scanning_loads_neither_tensorflow_nor_keras(hostile, clean_export):
+    """The readers parse protos, flatbuffers and JSON; nothing that could run the artifact is imported."""
+    paths = [str(hostile["read_file"])] + [str(clean_export / p) for p in (
+        "tiny.keras", "tiny_float32.tflite", "tiny.onnx", "tfjs_float32")]
+    code = (f"import sys; from zoo.deploy import scan; [scan.scan(p) for p in {paths!r}]; "
+            "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(zoo.__file__).parents[1])})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
 
 
 # ---- Keras -----------------------------------------------------------------------------------------------------
@@ -221,9 +257,11 @@ def test_custom_classes_and_non_modeling_functions_in_a_keras_config(tmp_path):
     assert "Dense 'y'" in finding.location
 
 
-def test_a_weights_only_h5_is_clean(tmp_path):
+def test_plain_h5_models_and_weights_files_are_clean(tmp_path):
     _tiny_model().save_weights(tmp_path / "w.weights.h5")
     assert scan.scan(tmp_path / "w.weights.h5").clean
+    _tiny_model().save(tmp_path / "tiny.h5")  # Keras's legacy format: a model_config attribute
+    assert scan.scan(tmp_path / "tiny.h5").clean
 
 
 # ---- TFLite ----------------------------------------------------------------------------------------------------
@@ -381,3 +419,16 @@ def test_export_refuses_a_keras_lambda_and_runs_it_only_when_told_both(lambda_mo
                                allow_unsafe_ops="Lambda", unsafe_deserialization=True)
     assert report.ok
     assert scan.scan(tmp_path / "b" / "saved_model" / "lam" / "1").clean  # the Lambda became graph ops
+
+
+def test_a_distillation_teacher_file_is_scanned_too(lambda_model, tmp_path):
+    from types import SimpleNamespace
+
+    from zoo.training.features.distillation import Distillation
+
+    config = SimpleNamespace(teacher=str(lambda_model / "lam.keras"), distill_alpha=0.5, distill_temperature=4.0)
+    with pytest.raises(scan.UnsafeArtifactError, match="Lambda 'double'"):
+        Distillation.from_config(config)
+    zoo.build("mlp", width=8, depth=1).save(tmp_path / "teacher.keras")
+    config.teacher = str(tmp_path / "teacher.keras")
+    assert Distillation.from_config(config).teacher.trainable is False

@@ -59,6 +59,7 @@ def convnet_bn(
     pooling: str = "flatten",
     dropout: float = 0.2,
     bn_momentum: float = 0.9,
+    padding: str = "same",
     classifier_activation: str | None = "softmax",
 ):
     """A small batch-norm convnet, the default MNIST model.
@@ -70,6 +71,11 @@ def convnet_bn(
     epochs instead of not quite in six. `bn_momentum=0.9` (not Keras' 0.99)
     lets the moving statistics keep up in such short runs.
 
+    `padding="valid"` shrinks every stage by 2 pixels (28 -> 26 -> 13 -> 11 -> 5 -> 3
+    on MNIST, as the keras.io convnet's 26 -> 13 -> 11 -> 5): with (16, 48, 64) filters
+    that is 1.2M multiply-adds, the `mnist_speedrun` recipe's model, which reaches 99%
+    in one epoch.
+
     Example:
         >>> model = zoo.build("convnet_bn", filters=(32, 64, 64), pooling="avg")
     """
@@ -78,10 +84,12 @@ def convnet_bn(
         raise ValueError(f"filters must be a non-empty sequence of positive ints. Received: filters={filters}")
     if pooling not in ("flatten", "avg"):
         raise ValueError(f"pooling must be 'flatten' or 'avg'. Received: pooling={pooling!r}")
+    if padding not in ("same", "valid"):
+        raise ValueError(f"padding must be 'same' or 'valid'. Received: padding={padding!r}")
     inputs = keras.Input(tuple(input_shape), name="image")
     x = inputs
     for i, f in enumerate(filters):
-        x = conv_bn_act(x, int(f), 3, name=f"stage{i + 1}", bn_momentum=bn_momentum)
+        x = conv_bn_act(x, int(f), 3, name=f"stage{i + 1}", bn_momentum=bn_momentum, padding=padding)
         if i < len(filters) - 1:
             x = keras.layers.MaxPooling2D(2, name=f"stage{i + 1}_pool")(x)
     if pooling == "avg":

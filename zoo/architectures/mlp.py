@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import classifier_head, make_model
 from zoo.architectures.registry import register_model
 
-_NORMS = {None: None, "none": None, "batch": keras.layers.BatchNormalization, "layer": keras.layers.LayerNormalization}
+_NORMS = {None: None, "none": None, "batch": BatchNormalization, "layer": keras.layers.LayerNormalization}
 
 
 @register_model(
@@ -54,7 +55,7 @@ def tabular_residual_block(
     x, width: int, hidden_width: int, *, hidden_dropout: float, residual_dropout: float, name: str
 ):
     """x + Dropout(Linear(Dropout(ReLU(Linear(BatchNorm(x)))))), the block of Gorishniy et al. 2021."""
-    y = keras.layers.BatchNormalization(name=f"{name}_bn")(x)
+    y = BatchNormalization(name=f"{name}_bn")(x)
     y = keras.layers.Dense(hidden_width, activation="relu", name=f"{name}_dense_hidden")(y)
     if hidden_dropout:
         y = keras.layers.Dropout(hidden_dropout, name=f"{name}_dropout_hidden")(y)
@@ -114,7 +115,7 @@ def tabular_resnet(
         x = tabular_residual_block(
             x, width, hidden_width, hidden_dropout=hidden_dropout, residual_dropout=residual_dropout, name=f"block{i}"
         )
-    x = keras.layers.BatchNormalization(name="final_bn")(x)
+    x = BatchNormalization(name="final_bn")(x)
     x = keras.layers.Activation("relu", name="final_relu")(x)
     outputs = classifier_head(x, num_classes, activation=classifier_activation)
     return make_model(inputs, outputs, name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import (
     check_image_input,
     check_pooling,
@@ -44,7 +45,7 @@ _INVERTED_RESIDUAL_SETTINGS = (
 
 
 def _bn(x, name):
-    return keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+    return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
 
 
 def inverted_residual_block(x, expansion: int, strides: int, filters: int, name: str):

@@ -16,6 +16,7 @@ import dataclasses
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import (
     check_image_input,
     check_pooling,
@@ -85,7 +86,7 @@ _SE_RATIO = 0.25
 
 
 def _bn(x, name):
-    return keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+    return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
 
 
 def _activate(x, kind: str, name: str):

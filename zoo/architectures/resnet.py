@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import keras
 
+from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import (
     POOLINGS,
     check_image_input,
@@ -85,7 +86,7 @@ def _cifar_conv_bn(x, filters, strides, name, gamma_initializer="ones"):
     x = keras.layers.Conv2D(
         filters, 3, strides=strides, padding="same", use_bias=False, kernel_initializer="he_normal", name=f"{name}_conv"
     )(x)
-    return keras.layers.BatchNormalization(gamma_initializer=gamma_initializer, name=f"{name}_bn")(x)
+    return BatchNormalization(gamma_initializer=gamma_initializer, name=f"{name}_bn")(x)
 
 
 def cifar_basic_block(x, filters: int, strides: int, shortcut: str, name: str, zero_init_last: bool = True):
@@ -103,7 +104,7 @@ def cifar_basic_block(x, filters: int, strides: int, shortcut: str, name: str, z
         residual = keras.layers.Conv2D(
             filters, 1, strides=strides, use_bias=False, kernel_initializer="he_normal", name=f"{name}_shortcut_conv"
         )(x)
-        residual = keras.layers.BatchNormalization(name=f"{name}_shortcut_bn")(residual)
+        residual = BatchNormalization(name=f"{name}_shortcut_bn")(residual)
     x = _cifar_conv_bn(x, filters, strides, f"{name}_1")
     x = keras.layers.Activation("relu", name=f"{name}_1_relu")(x)
     x = _cifar_conv_bn(x, filters, 1, f"{name}_2", gamma_initializer="zeros" if zero_init_last else "ones")
@@ -198,7 +199,7 @@ resnet110 = _register_cifar(110, "1.7M")
 
 def _conv_bn(x, filters, kernel_size, name, strides=1, padding="valid"):
     x = keras.layers.Conv2D(filters, kernel_size, strides=strides, padding=padding, name=f"{name}_conv")(x)
-    return keras.layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_bn")(x)
+    return BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_bn")(x)
 
 
 def bottleneck_block(x, filters: int, strides: int = 1, conv_shortcut: bool = True, name: str = "block"):

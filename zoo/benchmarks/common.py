@@ -28,6 +28,24 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+# CPU features that decide which kernels oneDNN can use (fp32 AVX-512, int8 VNNI, bf16 dot products, AMX).
+SPEED_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def system_load() -> dict | None:
+    """The 1/5/15-minute load averages and the number of CPUs: how busy the machine was around a run.
+
+    A load above the CPU count means other processes competed for the cores; ratios measured in
+    one interleaved run stay comparable, absolute rates do not.
+    """
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return None
+    return {"load_1m": round(one, 2), "load_5m": round(five, 2), "load_15m": round(fifteen, 2),
+            "cpus": os.cpu_count()}
+
+
 def machine() -> dict:
     """The machine and the stack, recorded with every result."""
     import importlib.metadata as md
@@ -38,16 +56,20 @@ def machine() -> dict:
         except md.PackageNotFoundError:
             return None
 
-    cpu_model = None
+    cpu_model, flags = None, []
     try:
         with open("/proc/cpuinfo") as f:
-            cpu_model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+            lines = f.read().splitlines()
+        cpu_model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), None)
+        present = next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), set())
+        flags = [f for f in SPEED_FLAGS if f in present]
     except OSError:
         pass
     packages = ("tensorflow", "keras", "ai-edge-litert", "onnxruntime", "tf2onnx", "tensorflowjs", "torch")
     return {
         "cpus": cpu_count(),
         "cpu_model": cpu_model,
+        "cpu_flags": flags,
         "platform": platform.platform(),
         "python": platform.python_version(),
         **{p: version(p) for p in packages},

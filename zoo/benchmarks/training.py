@@ -16,6 +16,11 @@ Variants: float32 without XLA (the zoo default on CPU), with XLA
 (`jit_compile=True`), and the mixed-precision policies (`mixed_bfloat16`;
 `mixed_float16` where asked).
 
+Per model on synthetic data (`zoo.benchmarks.model_efficiency`): convnet_bn,
+resnet20 and MobileNetV2 at CIFAR shape, the LSTM and the MLP, each against
+the same model in stock Keras (keras.applications' MobileNetV2), with % of
+the fp32 peak and the profiler's top ops.
+
 Also measured: the training input pipeline alone (samples/s iterating the
 dataset with no model) against the fastest consumption rate, the PyTorch peer
 (`zoo.benchmarks.torch_peer`), achieved GFLOP/s against the machine's matmul
@@ -26,7 +31,6 @@ accuracy (`zoo.benchmarks.time_to_accuracy`).
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from pathlib import Path
 
@@ -36,7 +40,10 @@ import tensorflow as tf
 
 import zoo.data
 from zoo.architectures import registry
-from zoo.benchmarks.common import machine, markdown_table
+from zoo.architectures.stock import stock_keras_model
+from zoo.benchmarks import model_efficiency
+from zoo.benchmarks.common import machine, markdown_table, system_load
+from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
 from zoo.training import features
 from zoo.training.config import load_recipe
 from zoo.training.builders import build_and_compile, load_splits, make_optimizer
@@ -55,7 +62,9 @@ VARIANTS = {
 DEFAULT_VARIANTS = ("fp32", "fp32+xla", "bf16")
 TARGET_RATIO = 1.0
 TARGET_HEADROOM = 5.0
-PARITY_TOLERANCE = 1e-5
+# The twin's stock BatchNormalization rounds differently from the fused kernel: after a few steps the
+# losses agree to ~1e-4, not bit for bit (tests/architectures/test_cnn_reference.py checks the step itself).
+PARITY_TOLERANCE = 1e-3
 
 
 @dataclasses.dataclass
@@ -79,6 +88,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--steps", type=int, default=None,
                         help="timed steps per fit, at most (default 200; 12 with --quick)")
     parser.add_argument("--rounds", type=int, default=None, help="ABBA rounds (default 7; 1 with --quick)")
+    parser.add_argument("--models", nargs="*", default=list(model_efficiency.CASES),
+                        choices=list(model_efficiency.CASES),
+                        help="models trained on synthetic data against stock Keras, with %% of peak and top ops "
+                             "(default: all; none: skip)")
     parser.add_argument("--efficiency-batch", type=int, default=32,
                         help="batch size of the extra CNN run whose GFLOP/s is compared with the peak (0: skip)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer")
@@ -100,8 +113,14 @@ def run(args) -> dict:
     settings.rounds = args.rounds or settings.rounds
     variants = ["fp32"] if getattr(args, "quick", False) and args.variants == list(DEFAULT_VARIANTS) else args.variants
     peak = _peak()
-    result = {"benchmark": "training", "machine": machine(), "settings": dataclasses.asdict(settings),
-              "peak": peak, "throughput": [], "pipeline": [], "torch": None, "time_to_accuracy": None}
+    result = {"benchmark": "training", "machine": machine(), "load_before": system_load(),
+              "settings": dataclasses.asdict(settings), "peak": peak, "throughput": [], "models": [],
+              "pipeline": [], "torch": None, "time_to_accuracy": None}
+    for name in getattr(args, "models", None) or ():
+        print(f"[training] {name} on synthetic data against stock Keras", flush=True)
+        row = model_efficiency.measure(name, settings, peak, seed=args.seed)
+        result["models"].append(row)
+        print(f"  {model_efficiency.row_text(row)}", flush=True)
     for family in args.families:
         recipe = FAMILIES[family]
         for variant in variants:
@@ -139,6 +158,7 @@ def run(args) -> dict:
         from zoo.benchmarks import time_to_accuracy
 
         result["time_to_accuracy"] = time_to_accuracy.run_seeds(seeds=args.tta_seeds)
+    result["load_after"] = system_load()
     return result
 
 
@@ -164,46 +184,19 @@ def cached_batches(config, steps: int) -> tf.data.Dataset:
 
 
 def build_pair(config, steps_per_epoch: int):
-    """(zoo model, plain keras model): the same architecture, initial weights and compile settings."""
+    """(zoo model, plain keras model): the same architecture and initial weights, the plain one built
+    from stock Keras layers (`stock_keras_model`), both compiled with the same settings."""
     info = zoo.data.dataset_info(config.dataset)
     keras.utils.set_random_seed(config.seed)
     zoo_model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch)
-    # The same seed again: identical weights and identical dropout seed generators.
+    # The same seed again: identical dropout seed generators in the twin.
     keras.utils.set_random_seed(config.seed)
     with features.policy_scope(config.mixed_precision):
-        twin = registry.build(config.model, input_shape=info.input_shape, num_classes=info.output_units,
-                              **config.model_overrides)
-    plain = keras.Model(twin.inputs, twin.outputs, name=f"keras_{config.model}")
-    plain.set_weights(zoo_model.get_weights())
+        plain = stock_keras_model(zoo_model)
     task = get_task(registry.get_spec(config.model).task)
     plain.compile(optimizer=make_optimizer(config, steps_per_epoch), loss=task.loss(), metrics=task.metrics(),
                   jit_compile=zoo_model.jit_compile)
     return zoo_model, plain
-
-
-class _StepClock(keras.callbacks.Callback):
-    """Wall time at the end of every training batch."""
-
-    def on_train_begin(self, logs=None):
-        self.ends = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.ends.append(time.perf_counter())
-
-
-def timed_fit(model, ds, steps: int, warmup_steps: int) -> tuple[float, float, float]:
-    """One `fit` of `warmup_steps + steps` steps: (steps/s after the first `warmup_steps`, steps per
-    CPU-second of this process over the whole fit, final loss).
-
-    CPU time counts the work, whoever else shares the cores; wall time is what a user waits.
-    """
-    clock = _StepClock()
-    cpu = time.process_time()
-    history = model.fit(ds, epochs=1, steps_per_epoch=warmup_steps + steps, verbose=0, callbacks=[clock],
-                        shuffle=False)
-    cpu = time.process_time() - cpu
-    t = clock.ends
-    return steps / (t[-1] - t[warmup_steps - 1]), (warmup_steps + steps) / cpu, float(history.history["loss"][-1])
 
 
 def compare_fit(recipe: str, variant: str, settings: Settings, seed: int = 0, batch_size: int | None = None) -> dict:
@@ -227,33 +220,13 @@ def compare_fit(recipe: str, variant: str, settings: Settings, seed: int = 0, ba
                          "abs_diff": abs(losses["zoo"] - losses["keras"])}
         steps = max(settings.min_steps, min(settings.steps, int(settings.fit_budget_s * rate)))
         row["timed_steps_per_fit"] = steps
-        rates, cpu_rates = {"zoo": [], "keras": []}, {"zoo": [], "keras": []}
-        for r in range(settings.rounds):
-            order = ("zoo", "keras") if r % 2 == 0 else ("keras", "zoo")
-            for name in order:
-                model = zoo_model if name == "zoo" else plain
-                steps_per_s, steps_per_cpu_s, _ = timed_fit(model, ds, steps, settings.warmup_steps)
-                rates[name].append(steps_per_s * config.batch_size)
-                cpu_rates[name].append(steps_per_cpu_s * config.batch_size)
+        runs = interleaved_rates(zoo_model, plain, ds, batch_size=config.batch_size, steps=steps,
+                                 warmup_steps=settings.warmup_steps, rounds=settings.rounds)
     except Exception as e:  # e.g. a policy or XLA op that this machine's kernels lack
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         return row
-    ratios = [z / k for z, k in zip(rates["zoo"], rates["keras"])]
-    cpu_ratios = [z / k for z, k in zip(cpu_rates["zoo"], cpu_rates["keras"])]
-    row.update({
-        "zoo_samples_per_s": round(statistics.median(rates["zoo"]), 1),
-        "keras_samples_per_s": round(statistics.median(rates["keras"]), 1),
-        "zoo_runs": [round(v, 1) for v in rates["zoo"]],
-        "keras_runs": [round(v, 1) for v in rates["keras"]],
-        "ratio": round(statistics.median(ratios), 3),
-        "ratio_min": round(min(ratios), 3),
-        "ratio_max": round(max(ratios), 3),
-        "ratio_target": TARGET_RATIO,
-        # Samples per CPU-second: the cost of the step itself, robust to other load on the machine.
-        "cpu_ratio": round(statistics.median(cpu_ratios), 3),
-        "cpu_ratio_min": round(min(cpu_ratios), 3),
-        "cpu_ratio_max": round(max(cpu_ratios), 3),
-    })
+    row.update(runs.summary())
+    row["ratio_target"] = TARGET_RATIO
     row["passed"] = row["ratio"] >= TARGET_RATIO
     row["forward_flops_per_sample"] = _forward_flops(zoo_model, config)
     return row
@@ -410,10 +383,19 @@ def markdown(result: dict) -> str:
            f"{result['settings']['rounds']} rounds of up to {result['settings']['steps']} steps (fewer where a "
            f"step is slow). The per-CPU-second ratio (samples per CPU-second of the process) measures the "
            f"step's cost independently of other load on the machine.\n"]
-    out.append("## Targets\n")
+    flags = ", ".join(m.get("cpu_flags") or []) or "unknown"
+    loads = [result.get(k) for k in ("load_before", "load_after") if result.get(k)]
+    if loads:
+        out.append(f"\nCPU flags: {flags}. Load average (1 min) {' -> '.join(str(l['load_1m']) for l in loads)} "
+                   f"on {loads[0]['cpus']} CPUs: above the CPU count, other processes shared the cores, so "
+                   f"absolute rates are low and the interleaved ratios are the figures to read.\n")
+    out.append("\n## Targets\n")
     out.append(markdown_table(targets(result), [("target", "target"), ("value", "measured"),
                                                 ("passed", "met")]))
-    out.append("\n## zoo fit against Keras fit\n")
+    if result.get("models"):
+        out.append("\n## Per model: zoo fit against stock Keras fit, % of peak\n\n")
+        out.append(model_efficiency.markdown(result["models"], result.get("peak")))
+    out.append("\n## zoo fit against Keras fit (recipes, real data)\n")
     rows = [dict(r, ratio_range=f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}",
                  cpu_range=f"{r['cpu_ratio']:.3f} ({r['cpu_ratio_min']:.3f}-{r['cpu_ratio_max']:.3f})")
             if "ratio" in r else r for r in result["throughput"]]
@@ -467,6 +449,17 @@ def targets(result: dict) -> list[dict]:
                                   + ("; the range covers 1.0 (noise)" if not r["passed"] and r["ratio_max"] >= 1.0
                                      else ""),
                          "passed": r["passed"]})
+    for r in result.get("models", []):
+        if "ratio" not in r:
+            continue
+        rows.append({"target": f"zoo/Keras fit, {r['model']} batch {r['batch_size']} >= {r['ratio_target']}",
+                     "value": f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}); "
+                              f"per CPU-second {r['cpu_ratio']:.3f}", "passed": r["passed_ratio"]})
+        if r.get("peak_target"):
+            rows.append({"target": f"{r['model']} training >= {r['peak_target']:.0f}% of fp32 peak",
+                         "value": f"{r.get('percent_of_peak')}% by wall time; "
+                                  f"{r.get('percent_of_peak_per_cpu_s')}% per CPU-second",
+                         "passed": r.get("passed_peak")})
     for p in result["pipeline"]:
         rows.append({"target": f"input pipeline headroom, {p['recipe']} >= 5x", "value": f"{p['headroom']:.1f}x",
                      "passed": p["passed"]})
@@ -476,9 +469,8 @@ def targets(result: dict) -> list[dict]:
                      "passed": None})
     tta = result.get("time_to_accuracy")
     if tta:
-        worst = tta.get("worst_time_to_target_s")
-        rows.append({"target": f"time to {tta['target_test_accuracy']:.1%} <= {tta['target_seconds']:.0f} s",
-                     "value": f"{worst} s (worst of seeds {tta['seeds']})", "passed": tta.get("passed")})
+        rows.append({"target": f"time to {tta['target_test_accuracy']:.1%}: >= {tta.get('target_speedup')}x keras.io",
+                     "value": f"{tta.get('worst_speedup')}x (worst of seeds {tta['seeds']})", "passed": tta.get("passed")})
     return rows
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from zoo.data import pipeline, preprocessing, registry, tfds_source
+from zoo.data import decoded_cache, memory, pipeline, preprocessing, registry, tfds_source
 from zoo.data.registry import DatasetSpec
 from zoo.data.splits import is_train_split
 from zoo.errors import UnknownNameError
@@ -187,6 +187,12 @@ def load(
     if shuffle is None:
         shuffle = is_train_split(split)
 
+    if cache and not tfds_source.reads_are_mocked():
+        rows = _decoded_split(builder, split, data_dir, num_examples)
+        if rows is not None:  # decoded once per machine; every epoch served from memory
+            return pipeline.build_pipeline(rows, batch_size=batch_size, preprocess=spec.preprocess,
+                                           num_examples=num_examples, shuffle=shuffle, seed=seed,
+                                           drop_remainder=drop_remainder, repeat=repeat)
     # Without the cache, file order is the only cheap source of randomness
     # across epochs, so shuffle files too; with it, the shuffle buffer suffices
     # and file order stays fixed (the cache content is the same every run).
@@ -206,6 +212,17 @@ def load(
     )
 
 
+def _decoded_split(builder, split: str, data_dir: str, num_examples):
+    """The split's decoded examples from `zoo.data.decoded_cache` (built on the first read), or None where
+    its raw arrays would not fit `pipeline.IN_MEMORY_LIMIT_BYTES` or are not fixed-shape numbers."""
+    raw = tfds_source.read_split(builder, split)
+    nbytes = pipeline.element_nbytes(raw.element_spec)
+    if num_examples is None or nbytes is None or num_examples * nbytes > pipeline.IN_MEMORY_LIMIT_BYTES:
+        return None
+    return decoded_cache.load_or_build(decoded_cache.tfds_path(builder, split, data_dir),
+                                       lambda: memory.materialize(raw), rows=num_examples)
+
+
 def _preprocessed_element(spec: DatasetSpec):
     """What zoo caches per example before reading it: float32 input and an int32 label."""
     return (tf.TensorSpec(spec.input_shape, tf.float32), tf.TensorSpec((), tf.int32))
@@ -219,17 +236,25 @@ def prepare(name: str, data_dir=None) -> str:
     TFDS download host is needed. For other TFDS names it runs TFDS's
     download_and_prepare if the download hosts are reachable, and otherwise
     fails fast with instructions. Idempotent: returns at once when prepared.
+    A TFDS dataset's splits are then decoded once into `zoo.data.decoded_cache`
+    (where they fit in memory), so no training epoch decodes them.
     """
     name = _validate_name(name)
     data_dir = _resolve_data_dir(data_dir)
     spec, builder = _resolve(name, data_dir)
     if spec.prepare is not None:
-        return spec.prepare(data_dir)
-    if builder is None:
+        path = spec.prepare(data_dir)
+    elif builder is None:
         spec.read_splits(data_dir)  # bundled data: nothing to fetch, only check it reads
         return data_dir
-    tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
-    return os.fspath(builder.data_dir)
+    else:
+        tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
+        path = os.fspath(builder.data_dir)
+    if spec.source == "tfds":
+        _, builder = _resolve(name, data_dir)  # prepared now
+        for split, info in builder.info.splits.items():
+            _decoded_split(builder, split, data_dir, int(info.num_examples))
+    return path
 
 
 def load_splits(

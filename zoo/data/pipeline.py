@@ -9,6 +9,11 @@ Order of stages (and why):
 4. ``repeat`` (optional) before ``batch`` so every batch is full across epochs.
 5. ``batch`` then ``prefetch(AUTOTUNE)``.
 
+A split given as in-memory arrays (`zoo.data.memory.Arrays`: tables, arrays,
+and decoded image splits from `zoo.data.decoded_cache`) skips all of this for
+the batch-at-a-time path of `zoo.data.memory.from_memory`, whose first epoch
+costs what the later ones do.
+
 The result is a plain ``tf.data.Dataset`` of ``(x, y)`` batches: ``model.fit``
 and ``tf.distribute`` strategies distribute it themselves (auto-sharding works
 because the pipeline is file- or memory-based with no Python generators).
@@ -22,8 +27,14 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
+from zoo.data import memory
+from zoo.data.memory import Arrays
+
 # Above this estimated size the preprocessed split is not cached in memory.
 CACHE_LIMIT_BYTES = 2 * 1024**3
+# Above this size a split's raw arrays are not held in memory (`zoo.data.memory`): they are embedded in
+# the dataset's graph, which tf.distribute serializes, and a serialized graph is limited to 2 GB.
+IN_MEMORY_LIMIT_BYTES = 1024**3
 # Default shuffle buffer cap: full shuffle for MNIST-sized data, bounded memory beyond.
 MAX_SHUFFLE_BUFFER = 100_000
 DEFAULT_SHUFFLE_BUFFER = 10_000
@@ -73,7 +84,7 @@ def should_cache(num_examples: Optional[int], element_spec, limit: int = CACHE_L
 
 
 def build_pipeline(
-    ds: tf.data.Dataset,
+    ds,
     *,
     batch_size: int,
     preprocess: Optional[Callable] = None,
@@ -88,7 +99,8 @@ def build_pipeline(
     """Turns a dataset of single examples into zoo's batched training pipeline.
 
     Args:
-        ds: unbatched examples, in source order.
+        ds: unbatched examples, in source order: a ``tf.data.Dataset``, or a
+            `zoo.data.memory.Arrays` held in memory (served batch by batch).
         batch_size: examples per batch (global batch under tf.distribute).
         preprocess: per-example map applied once, before the cache.
         num_examples: examples in `ds` (for the cache size estimate and the
@@ -107,6 +119,9 @@ def build_pipeline(
     shuffle_buffer = validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
     seed = validate_seed(seed)
 
+    if isinstance(ds, Arrays):
+        return memory.from_memory(ds, batch_size=batch_size, preprocess=preprocess, shuffle=shuffle, seed=seed,
+                                  drop_remainder=drop_remainder, repeat=repeat)
     # Order matters for eval (and for seeded runs); only an unseeded shuffle may
     # trade order for throughput.
     deterministic = not shuffle or seed is not None
@@ -171,7 +186,8 @@ def from_arrays(
             f"x and y must have the same number of examples (first dimension), got lengths {sorted(lengths)}."
         )
     n = lengths.pop()
-    ds = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
+    rows = Arrays(x if y is None else (x, y))
+    ds = rows if rows.nbytes <= IN_MEMORY_LIMIT_BYTES else rows.to_dataset()
     return build_pipeline(
         ds,
         batch_size=batch_size,

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data import pipeline
+from zoo.data.memory import Arrays
 from zoo.data.tfds_source import UnknownSplitError
 
 TRAIN = "train"
@@ -84,8 +85,11 @@ class SplitData:
                 )
             ds, n = self.parts[name]
             lo, hi = _slice_bounds(start, stop, n)
-            ds = ds.skip(lo).take(hi - lo) if (lo, hi) != (0, n) else ds
-            result = ds if result is None else result.concatenate(ds)
+            if isinstance(ds, Arrays):
+                ds = ds.slice(lo, hi) if (lo, hi) != (0, n) else ds
+            else:
+                ds = ds.skip(lo).take(hi - lo) if (lo, hi) != (0, n) else ds
+            result = ds if result is None else _concatenate(result, ds)
             total += hi - lo
         return result, total
 
@@ -125,6 +129,13 @@ class SplitData:
         return self._named("test")
 
 
+def _concatenate(a, b):
+    if isinstance(a, Arrays) and isinstance(b, Arrays):
+        return a.concat(b)
+    as_dataset = [x.to_dataset() if isinstance(x, Arrays) else x for x in (a, b)]
+    return as_dataset[0].concatenate(as_dataset[1])
+
+
 def is_train_split(split: str) -> bool:
     """True when every part of a split spec is the train split ("train", "train[:90%]")."""
     parts = [p.split("[")[0].strip() for p in split.split("+")]
@@ -143,7 +154,8 @@ def _slice_bounds(start, stop, n: int) -> tuple:
 
 
 def arrays_dataset(x, y) -> tuple:
-    """``(dataset, count)`` of in-memory arrays: floats as float32, integer labels as int32."""
+    """``(examples, count)`` of in-memory arrays (floats as float32, integer labels as int32): an
+    `Arrays` served batch by batch (`zoo.data.memory`), or a dataset when too large to embed."""
     x = np.asarray(x)
     y = np.asarray(y)
     if x.dtype.kind == "f":
@@ -152,7 +164,8 @@ def arrays_dataset(x, y) -> tuple:
         y = y.astype(np.float32)
     elif y.dtype.kind in "iub":
         y = y.astype(np.int32)
-    return tf.data.Dataset.from_tensor_slices((x, y)), len(x)
+    rows = Arrays((x, y))
+    return (rows if rows.nbytes <= pipeline.IN_MEMORY_LIMIT_BYTES else rows.to_dataset()), len(x)
 
 
 def validate_fractions(fractions: Mapping[str, float]) -> dict:

@@ -250,6 +250,14 @@ def read_split(builder, split: str, *, shuffle_files: bool = False, seed: Option
     )
 
 
+def reads_are_mocked() -> bool:
+    """True inside `tfds.testing.mock_data`, which serves generated examples from `as_dataset`: the
+    decoded cache (`zoo.data.decoded_cache`) is then bypassed, so zoo reads what the mock serves."""
+    from tensorflow_datasets.core import dataset_builder
+
+    return dataset_builder.DatasetBuilder.as_dataset.__module__ != dataset_builder.__name__
+
+
 def describe_builder(builder):
     """(input_shape, num_classes, description) from a builder's features."""
     info = builder.info

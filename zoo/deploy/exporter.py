@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy import inputs, model_io
+from zoo.deploy import inputs, metadata, model_io
 from zoo.deploy.inputs import DataShapeError
 from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
 from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
-from zoo.deploy.results import EXPORT_FAILED, ArtifactResult, KerasReference
+from zoo.deploy.results import ArtifactResult, KerasReference
 from zoo.deploy.scan import parse_allow
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
@@ -64,7 +64,7 @@ def export(
     Args:
         model: a `keras.Model`, or the path of a `.keras` file.
         out_dir: where the artifacts, `report.json` and `report.md` go.
-        formats: names from `zoo.deploy.FORMATS` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
+        formats: names from `zoo.deploy.formats.MODULES` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
         test_data: evaluation data: `x` or `(x, y)`, or a tf.data / iterable of such batches, where `x` is
             what the model takes (an array; a list or dict of arrays for several inputs). Parity (every
             output), int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
@@ -137,6 +137,8 @@ def export(
         keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
         saved_model_dir, trace_error = _write_saved_model(model, signature, work)
         model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent)
+        meta = metadata.of_model(model)
+        model_metadata = None if meta is None else meta.to_json()
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name):
@@ -149,7 +151,7 @@ def export(
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
                       verify=verify, signature=signature, layers=layers, recurrent=recurrent,
                       model_path_error=model_path_error, model_name=model.name, allow_unsafe_ops=allow_unsafe_ops,
-                      unsafe_deserialization=unsafe_deserialization)
+                      unsafe_deserialization=unsafe_deserialization, metadata=model_metadata)
             results.append(runner.run(job, timeout_s))
     finally:
         if runner is not process:

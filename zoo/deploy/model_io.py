@@ -20,7 +20,8 @@ class ModelFileError(ZooError, ValueError):
     """A model path that is missing or is not a loadable .keras file."""
 
 
-def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> "keras.Model":  # noqa: F821
+def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False,
+                    compile: bool = True) -> "keras.Model":  # noqa: F821
     """Loads a `.keras` file after scanning it; a missing, corrupt or refused file is a clear error.
 
     The file is first read as data by `zoo.deploy.scan` (`require_safe`): Lambda layers, custom
@@ -48,9 +49,10 @@ def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool =
     import keras
 
     import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+    import zoo.data.raw_input  # noqa: F401  and the preprocessing layers of models trained on your own data
 
     try:
-        return keras.saving.load_model(path, safe_mode=not unsafe_deserialization)
+        return keras.saving.load_model(path, safe_mode=not unsafe_deserialization, compile=compile)
     except Exception as e:  # Keras raises ValueError, KeyError, OSError, ... for damaged archives
         refused = [f for f in report.findings if f.op in SAFE_MODE_REFUSES]
         if refused and not unsafe_deserialization:

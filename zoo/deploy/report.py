@@ -8,7 +8,8 @@ import importlib.metadata
 import json
 from pathlib import Path
 
-from zoo.deploy.results import EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult, KerasReference
+from zoo.deploy.results import (EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult,
+                                 KerasReference)
 from zoo.deploy.verify import CRITERIA
 from zoo.fileio import atomic_write_text
 

@@ -59,4 +59,9 @@ def export_saved_model(model, path: Path | str, batch_size: int | None = None, s
         archive.add_endpoint(SERVING_SIGNATURE, serving_fn(model, signature),
                              input_signature=signature.specs(batch_size))
         archive.write_out(str(path), verbose=False)
+    from zoo.deploy import metadata
+
+    meta = metadata.of_model(model)
+    if meta is not None:  # what the model is for, beside the graph (assets.extra/zoo_metadata.json)
+        metadata.write(path, meta)
     return path

@@ -200,7 +200,6 @@ def _from_structure(model, structure, source: str, to_leaf) -> Signature:
 
 
 def _from_build_shapes(model, shapes: dict) -> Signature:
-    import keras
 
     infos, call_args = [], []
     dtype = _dtype_name(getattr(model, "input_dtype", None) or "float32")

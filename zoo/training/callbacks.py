@@ -47,6 +47,28 @@ class WallClock(keras.callbacks.Callback):
         self.train_time_s = time.perf_counter() - self._start
 
 
+class StepCounter:
+    """Training steps done since the previous batch callback of this epoch.
+
+    With `steps_per_execution=k`, Keras runs k steps per call of the train function and calls the
+    batch callbacks once per call, with the index of the call's last step; counting callbacks would
+    count one step where k were taken. Keras reports `begin + k - 1` for a shorter last call of an
+    epoch too, so the index is capped at the epoch's length (`steps`, from the callback's params).
+    """
+
+    def __init__(self):
+        self.last = -1
+
+    def reset(self):
+        self.last = -1
+
+    def advance(self, batch: int, steps: int | None = None) -> int:
+        if steps:
+            batch = min(batch, steps - 1)
+        done, self.last = batch - self.last, batch
+        return max(done, 1)
+
+
 class NonFiniteLossError(ZooError, FloatingPointError):
     """Training produced a NaN or Inf loss; the message names the step and the last good checkpoint."""
 
@@ -65,13 +87,15 @@ class NonFiniteGuard(keras.callbacks.Callback):
         self.bad_where = ""
         self._epoch = 0
         self._global_step = 0
+        self._steps = StepCounter()
         self.step_offset = 0  # set by the run for a resumed run
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
+        self._steps.reset()
 
     def on_train_batch_end(self, batch, logs=None):
-        self._global_step += 1
+        self._global_step += self._steps.advance(batch, self.params.get("steps"))
         loss = (logs or {}).get("loss")
         if self.bad_step is None and loss is not None and not math.isfinite(float(loss)):
             self.bad_step = self.step_offset + self._global_step
@@ -107,6 +131,7 @@ class ResumableBackup(keras.callbacks.Callback):
         self.global_step = 0
         self.last_saved_step: int | None = None
         self.finished = False
+        self._steps = StepCounter()
 
     @property
     def path(self) -> Path:
@@ -158,12 +183,16 @@ class ResumableBackup(keras.callbacks.Callback):
     def _tripped(self) -> bool:
         return self.guard is not None and self.guard.bad_step is not None
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._steps.reset()
+
     def on_train_batch_end(self, batch, logs=None):
         if self._tripped():
             return
-        self.global_step += 1
-        self.step_in_epoch += 1
-        if self.save_every and self.global_step % self.save_every == 0:
+        done = self._steps.advance(batch, self.params.get("steps"))
+        self.global_step += done
+        self.step_in_epoch += done
+        if self.save_every and self.global_step // self.save_every > (self.global_step - done) // self.save_every:
             self.save()
 
     def on_epoch_end(self, epoch, logs=None):

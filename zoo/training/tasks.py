@@ -7,6 +7,8 @@ from typing import Callable
 
 import keras
 
+from zoo.training import losses
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:
@@ -14,6 +16,17 @@ class Task:
     metrics: Callable[[], list]
     monitor: str  # the metric that picks the best checkpoint and measures time-to-target
     mode: str  # "max" or "min"
+    # The loss with label smoothing (tasks with class labels only): label_smoothing -> Loss.
+    smoothed_loss: Callable[[float], keras.losses.Loss] | None = None
+
+    def build_loss(self, label_smoothing: float = 0.0) -> keras.losses.Loss:
+        """The task's loss, label-smoothed by `label_smoothing` where given (class labels only)."""
+        if not label_smoothing:
+            return self.loss()
+        if self.smoothed_loss is None:
+            raise ValueError(f"label_smoothing applies to class labels; this task predicts values (monitor "
+                             f"{self.monitor!r}). Received: label_smoothing={label_smoothing!r}")
+        return self.smoothed_loss(label_smoothing)
 
 
 TASKS = {
@@ -22,6 +35,14 @@ TASKS = {
         metrics=lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         monitor="accuracy",
         mode="max",
+        smoothed_loss=lambda e: losses.SparseCategoricalCrossentropy(label_smoothing=e),
+    ),
+    # A real-valued target (a table column); the model's output is in the target's own units.
+    "regression": Task(
+        loss=keras.losses.MeanSquaredError,
+        metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],
+        monitor="mae",
+        mode="min",
     ),
     "forecast": Task(
         loss=keras.losses.MeanSquaredError,
@@ -35,6 +56,7 @@ TASKS = {
         metrics=lambda: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         monitor="loss",
         mode="min",
+        smoothed_loss=lambda e: losses.SparseCategoricalCrossentropy(label_smoothing=e, from_logits=True),
     ),
 }
 

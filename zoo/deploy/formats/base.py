@@ -76,7 +76,7 @@ class Format:
         """The tolerance class of an artifact of this format."""
         return (self.precisions or {}).get(variant, "float32")
 
-    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> "Runner":
+    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> Runner:
         """The artifact at `path` opened in this format's runtime (its module's `open_runner`)."""
         import importlib
 
@@ -130,6 +130,7 @@ class Job:
     model_name: str = "model"
     allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)
     unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
+    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.deploy.metadata)
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)

@@ -81,6 +81,9 @@ def convert(job: Job) -> Converted:
                         notes.append("control flow v2")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, job)
+                from zoo.deploy import web_page
+
+                notes += web_page.write(tmp)  # index.html + tf.min.js beside model.json
         except UnsupportedOpsError:
             raise  # ops tfjs lacks: no route removes them
         except Exception as e:  # try the next route; the report keeps why this one failed

@@ -34,7 +34,7 @@ from zoo.deploy.scan.unsafe import Capability, UnsafeOp, all_names
 from zoo.errors import ZooError, suggest
 
 __all__ = ["KINDS", "AllowListError", "ArtifactError", "Capability", "Finding", "ScanReport", "UnsafeArtifactError",
-           "UnsafeOp", "detect_kind", "parse_allow", "require_safe", "scan"]
+           "UnsafeOp", "detect_kind", "parse_allow", "refusal", "require_safe", "scan"]
 
 _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 

@@ -23,9 +23,10 @@ from zoo.deploy.scan.report import Finding
 from zoo.deploy.scan.unsafe import CUSTOM_KERAS_CLASS, KERAS_OBJECTS
 
 TRUSTED_PACKAGES = ("keras", "keras_hub", "keras_cv", "keras_nlp")
-# Values, not classes, in Keras 3 configs (serialization_lib.serialize_keras_object).
+# Values, not classes, in Keras configs (Keras 3: serialization_lib.serialize_keras_object; Keras 2 / tf_keras:
+# saving/legacy/saved_model/json_utils.py).
 DATA_MARKERS = frozenset({"__bytes__", "__ellipsis__", "__keras_tensor__", "__numpy__", "__slice__", "__tensor__",
-                          "__typespec__", "TensorShape", "DType"})
+                          "__typespec__", "__tuple__", "TensorShape", "TypeSpec", "DType"})
 # Class names legacy configs use that are not exported under these names.
 _LEGACY_NAMES = {"Functional", "Model", "Sequential", "InputLayer"}
 
@@ -42,7 +43,7 @@ def keras_public_names() -> frozenset[str]:
     for init in root.glob("*/**/__init__.py"):
         if init.parts[len(root.parts)] in ("src", "_tf_keras"):
             continue
-        names.update(re.findall(r"import \w+ as (\w+)", init.read_text(errors="replace")))
+        names.update(re.findall(r"\b\w+ as (\w+)", init.read_text(errors="replace")))  # also inside ( ... )
     return frozenset(names)
 
 

@@ -1,5 +1,9 @@
 """SavedModel: `saved_model.pb` (or `.pbtxt`) parsed with the protobuf classes, never loaded.
 
+A SavedModel written by Keras 2 (`tf_keras`) also holds `keras_metadata.pb`: each layer's
+config as JSON, which `tf_keras.models.load_model` deserializes (Lambda layers included,
+as marshalled bytecode). Its configs are checked like a `.h5` file's.
+
 The MetaGraph classes are TensorBoard's copies of TensorFlow's protos
 (`tensorboard.compat.proto`, package `tensorboard.*`, so they never clash with
 TensorFlow's own): parsing needs no TensorFlow import, which alone takes seconds.
@@ -11,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory, text_format
 
 from zoo.deploy.scan.graph import scan_graph
+from zoo.deploy.scan.keras_config import scan_config
 from zoo.deploy.scan.report import ArtifactError
 
 _SAVER = "the saver (restores variables/ at load)"
@@ -43,6 +49,51 @@ def saved_model_class():
     except KeyError:
         pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("zoo_scan.SavedModel"))
+
+
+@functools.lru_cache(maxsize=1)
+def saved_metadata_class():
+    """`SavedMetadata` of tf_keras's `protobuf/saved_metadata.proto`: the nodes' paths, kinds and JSON configs."""
+    f = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="zoo/scan/saved_metadata.proto", package="zoo_scan",
+                                              syntax="proto3")
+    node = file.message_type.add(name="SavedObject")
+    for name, number in (("node_path", 3), ("identifier", 4), ("metadata", 5)):
+        node.field.add(name=name, number=number, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    top = file.message_type.add(name="SavedMetadata")
+    top.field.add(name="nodes", number=1, type=f.TYPE_MESSAGE, label=f.LABEL_REPEATED,
+                  type_name=".zoo_scan.SavedObject")
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(file.name)
+    except KeyError:
+        pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("zoo_scan.SavedMetadata"))
+
+
+def scan_keras_metadata(path: Path):
+    """(findings, objects scanned) in `keras_metadata.pb`, if the SavedModel has one."""
+    file = path / "keras_metadata.pb"
+    if not file.is_file():
+        return [], 0
+    try:
+        metadata = saved_metadata_class().FromString(file.read_bytes())
+    except (message.DecodeError, ValueError) as e:
+        raise ArtifactError(f"{file} is not valid Keras metadata: {e}") from None
+    findings, scanned, seen = [], 0, set()
+    for node in metadata.nodes:
+        try:
+            config = json.loads(node.metadata) if node.metadata else None
+        except (ValueError, RecursionError) as e:
+            raise ArtifactError(f"{file}: the metadata of {node.node_path} is not valid JSON: {e}") from None
+        found, n = scan_config(config, root=f"keras_metadata.pb node '{node.node_path}'", legacy=True)
+        scanned += n
+        for f in found:  # a layer appears in its own node and in its model's: report it once
+            key = (f.op, f.location.rsplit(" > ", 1)[-1])
+            if key not in seen:
+                seen.add(key)
+                findings.append(f)
+    return findings, scanned
 
 
 def read_saved_model(path: Path):
@@ -80,4 +131,5 @@ def scan(path: Path):
             found = [dataclasses.replace(f, location=f"MetaGraph [{tags}] {f.location}") for f in found]
         findings += found
         scanned += n
-    return findings, scanned
+    found, n = scan_keras_metadata(path)
+    return findings + found, scanned + n

@@ -5,7 +5,10 @@ development and tests.
 - `layout.py`: `publish` (atomic integer versions) and `versions`.
 - `warmup.py`: `assets.extra/tf_serving_warmup_requests` (PredictionLog records).
 - `config.py`: `models.config` (`write_config`) and `docker_command`.
-- `store.py`: the served versions, kept in step with the directory by polling.
+- `store.py`: the served versions, kept in step with the directory by polling; each scanned
+  (`zoo.deploy.scan`) before it loads.
+- `limits.py`: request size, JSON depth, concurrency, queue, deadline, non-finite inputs (`Limits`),
+  and the admission both APIs share; `openapi.py`: the REST API's OpenAPI description.
 - `codec.py`, `errors.py`, `metadata.py`: wire formats, status codes, signature metadata.
 - `rest.py` (Starlette), `grpc_service.py` (grpcio), `server.py` (both), `batching.py`.
 - `client.py`: `Client(url)` over REST or gRPC.

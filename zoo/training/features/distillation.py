@@ -30,10 +30,11 @@ class Distillation(TrainFeature):
 
     @classmethod
     def from_config(cls, config):
-        """The teacher is the saved model `config.teacher` names (loaded frozen, without its optimizer)."""
-        import zoo.architectures  # noqa: F401  registers zoo's Keras classes for the teacher's file
+        """The teacher is the saved model `config.teacher` names (scanned, then loaded frozen in Keras's
+        safe mode without its optimizer: `zoo.deploy.model_io.load_model_file`)."""
+        from zoo.deploy.model_io import load_model_file
 
-        teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
+        teacher = load_model_file(config.teacher, compile=False)
         teacher.trainable = False
         return cls(teacher, config.distill_alpha, config.distill_temperature)
 

@@ -1,0 +1,172 @@
+"""Training efficiency per model: zoo `fit` against the same model in stock Keras, and % of peak.
+
+For each model (CIFAR-shaped images for the CNNs, MNIST rows for the LSTM,
+synthetic data so that no input pipeline is measured):
+
+- the zoo model, compiled by `zoo.training.run.build_and_compile` (zoo's
+  layers, e.g. the fused BatchNormalization, and its train step);
+- the baseline a plain-Keras user would train: the `keras.applications`
+  model zoo's is weight-compatible with (the registry's `keras_twin`, e.g.
+  MobileNetV2), else the same graph rebuilt from stock
+  Keras layers (`zoo.architectures.stock.stock_keras_model`), both a plain
+  `keras.Model` compiled with the same optimizer, loss and metrics and
+  loaded with the same weights;
+- timed `fit`s alternated ABBA (`zoo.benchmarks.fit_timing`);
+- achieved training GFLOP/s (3x the forward FLOPs of `zoo.benchmarks.flops`)
+  against the machine's fp32 matmul peak measured in the same run
+  (`zoo.benchmarks.peak`), by wall time and per CPU-second;
+- the TensorFlow profiler's top op types of the zoo step
+  (`zoo.benchmarks.profile.compiled_op_summary`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from zoo.architectures import registry
+from zoo.architectures.stock import stock_keras_model
+from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
+from zoo.training.config import TrainConfig
+from zoo.training.builders import build_and_compile, make_optimizer
+from zoo.training.tasks import get_task
+
+NUM_CLASSES = 10
+DISTINCT_BATCHES = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCase:
+    """One row: the model, its input, batch size and targets (% of fp32 peak, zoo/Keras ratio)."""
+
+    input_shape: tuple
+    batch_size: int
+    peak_target: Optional[float] = None  # % of the fp32 matmul peak, by wall time
+    ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
+
+
+CASES = {
+    "convnet_bn": ModelCase((32, 32, 3), 256, peak_target=50.0),
+    "resnet20": ModelCase((32, 32, 3), 128, peak_target=50.0, ratio_target=1.3),
+    "mobilenet_v2": ModelCase((32, 32, 3), 128, ratio_target=1.3),
+    "lstm_classifier": ModelCase((28, 28), 128, peak_target=40.0),
+    "mlp": ModelCase((28, 28, 1), 128),
+}
+
+
+def synthetic_batches(input_shape, batch_size: int, seed: int = 0) -> tf.data.Dataset:
+    """`DISTINCT_BATCHES` batches of uniform [0, 1) inputs and random labels, in memory, repeated."""
+    rng = np.random.default_rng(seed)
+    n = DISTINCT_BATCHES * batch_size
+    x = rng.random((n, *input_shape), dtype=np.float32)
+    y = rng.integers(0, NUM_CLASSES, n).astype(np.int32)
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size).cache().repeat().prefetch(2)
+
+
+def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = False):
+    """(zoo model, plain Keras baseline): same weights, optimizer, loss and metrics."""
+    config = TrainConfig(model=name, optimizer="adamw", lr=1e-3, schedule="constant", seed=seed,
+                         jit_compile=jit_compile, export_dir=None)
+    keras.utils.set_random_seed(seed)
+    zoo_model = build_and_compile(config, case.input_shape, NUM_CLASSES, steps_per_epoch=None)
+    keras.utils.set_random_seed(seed)  # the same dropout seeds in the baseline
+    twin = registry.get_spec(name).keras_twin
+    if twin is not None:  # the keras.applications model zoo's is weight-compatible with
+        application = getattr(keras.applications, twin.application)
+        plain = application(weights=None, input_shape=case.input_shape, classes=NUM_CLASSES)
+        plain.set_weights(zoo_model.get_weights())
+    else:
+        plain = stock_keras_model(zoo_model)
+    task = get_task(registry.get_spec(name).task)
+    plain.compile(optimizer=make_optimizer(config, None), loss=task.loss(), metrics=task.metrics(),
+                  jit_compile=jit_compile)
+    return zoo_model, plain
+
+
+def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps: int = 10) -> dict:
+    """One model's row: zoo against Keras (ABBA), GFLOP/s and % of `peak` (`zoo.benchmarks.peak`'s result)
+    by wall time and per CPU-second, the profile's top ops."""
+    from zoo.benchmarks.flops import forward_flops
+    from zoo.benchmarks.profile import compiled_op_summary
+
+    case = CASES[name]
+    row = {"model": name, "input_shape": list(case.input_shape), "batch_size": case.batch_size,
+           "peak_target": case.peak_target, "ratio_target": case.ratio_target,
+           "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
+                        if registry.get_spec(name).keras_twin else "stock Keras layers")}
+    ds = synthetic_batches(case.input_shape, case.batch_size, seed)
+    zoo_model, plain = build_pair(name, case, seed)
+    row["params"] = zoo_model.count_params()
+    row["identical_initial_weights"] = all(
+        np.array_equal(a, b) for a, b in zip(zoo_model.get_weights(), plain.get_weights()))
+    losses = {}
+    for label, model in (("zoo", zoo_model), ("keras", plain)):  # tracing, and the parity check
+        rate, _, losses[label] = timed_fit(model, ds, settings.parity_steps - 1, 1)
+    row["parity"] = {"steps": settings.parity_steps, "zoo_loss": losses["zoo"], "keras_loss": losses["keras"],
+                     "abs_diff": abs(losses["zoo"] - losses["keras"])}
+    steps = max(settings.min_steps, min(settings.steps, int(settings.fit_budget_s * rate)))
+    row["timed_steps_per_fit"] = steps
+    runs = interleaved_rates(zoo_model, plain, ds, batch_size=case.batch_size, steps=steps,
+                             warmup_steps=settings.warmup_steps, rounds=settings.rounds)
+    row.update(runs.summary())
+    row["passed_ratio"] = row["ratio"] >= case.ratio_target
+    flops = forward_flops(zoo_model)
+    row["forward_mflops_per_sample"] = round(flops / 1e6, 3)
+    row["train_gflops"] = round(3 * flops * row["zoo_samples_per_s"] / 1e9, 1)
+    row["train_gflops_per_cpu_s"] = round(3 * flops * row["zoo_samples_per_cpu_s"] / 1e9, 1)
+    peak = peak if isinstance(peak, dict) and "gflops" in peak else {}
+    if peak.get("gflops"):
+        row["percent_of_peak"] = round(100 * row["train_gflops"] / peak["gflops"], 1)
+        if case.peak_target:
+            row["passed_peak"] = row["percent_of_peak"] >= case.peak_target
+    if peak.get("gflops_per_cpu_s"):
+        row["percent_of_peak_per_cpu_s"] = round(100 * row["train_gflops_per_cpu_s"] / peak["gflops_per_cpu_s"], 1)
+    with tempfile.TemporaryDirectory(prefix="zoo-train-profile-") as logdir:
+        tf.profiler.experimental.start(logdir)
+        try:
+            timed_fit(zoo_model, ds, profile_steps, 1)
+        finally:
+            tf.profiler.experimental.stop()
+        row["top_ops"] = compiled_op_summary(logdir, steps=profile_steps + 1)
+    return row
+
+
+def top_ops_text(row: dict, top: int = 4) -> str:
+    return ", ".join(f"{o['op_type']} {100 * o['share']:.0f}%" for o in (row.get("top_ops") or [])[:top])
+
+
+def row_text(row: dict) -> str:
+    """One line for the console."""
+    peak = f", {row['percent_of_peak']:.0f}% of peak" if row.get("percent_of_peak") is not None else ""
+    per_cpu = (f" ({row['percent_of_peak_per_cpu_s']:.0f}% per CPU-s)"
+               if row.get("percent_of_peak_per_cpu_s") is not None else "")
+    return (f"zoo {row['zoo_samples_per_s']:,.0f} samples/s, keras {row['keras_samples_per_s']:,.0f}, "
+            f"zoo/keras {row['ratio']:.2f} [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}], per CPU-s "
+            f"{row['cpu_ratio']:.2f}; {row['train_gflops']:.0f} GFLOP/s{peak}{per_cpu}; top: {top_ops_text(row)}")
+
+
+def markdown(rows: list[dict], peak: dict | None) -> str:
+    """The per-model table, the targets met, and the top ops."""
+    from zoo.benchmarks.common import markdown_table
+
+    table = [dict(r, shape="x".join(map(str, r["input_shape"])),
+                  range=f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
+                  cpu=f"{r['cpu_ratio']:.2f} ({r['cpu_ratio_min']:.2f}-{r['cpu_ratio_max']:.2f})",
+                  ops=top_ops_text(r)) for r in rows if "ratio" in r]
+    out = [markdown_table(table, [
+        ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("baseline", "Keras baseline"),
+        ("zoo_samples_per_s", "zoo samples/s"), ("keras_samples_per_s", "Keras samples/s"),
+        ("ratio", "zoo/Keras"), ("range", "range"), ("cpu", "zoo/Keras per CPU-s"),
+        ("ratio_target", "target"), ("train_gflops", "GFLOP/s"), ("percent_of_peak", "% of peak"),
+        ("percent_of_peak_per_cpu_s", "% of peak per CPU-s"), ("peak_target", "% target"),
+        ("ops", "top ops (zoo step)")])]
+    if peak and peak.get("gflops"):
+        out.append(f"\nPeak: {peak['gflops']:.0f} GFLOP/s by wall time, {peak.get('gflops_per_cpu_s', 0):.0f} "
+                   f"GFLOP per CPU-second (float32 matmul, `zoo.benchmarks.peak`, same run). Training FLOPs are "
+                   f"3x the forward FLOPs (`zoo.benchmarks.flops`). Inputs are synthetic, held in memory.\n")
+    return "".join(out)
