@@ -216,6 +216,21 @@ def test_string_input_with_string_lookup_in_every_format(tmp_path):
     _check_every_artifact(report, model, x, ["logits"])
 
 
+def test_variable_length_integer_ids(tmp_path):
+    """Token ids of any length (None time axis, int32) with a mask: every format keeps the axis free."""
+    keras.utils.set_random_seed(0)
+    ids = keras.Input((None,), dtype="int32", name="token_ids")
+    x = keras.layers.Embedding(50, 8, mask_zero=True)(ids)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    model = keras.Model(ids, keras.layers.Dense(3, name="logits")(x))
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(0, 50, (16, 7)).astype("int32")}
+    report = zoo.deploy.export(model, tmp_path, test_data=x["token_ids"], latency_runs=0, isolate=False)
+    _check_every_artifact(report, model, x, ["logits"])
+    longer = {"token_ids": rng.integers(1, 50, (4, 12)).astype("int32")}  # a length never seen at export
+    _check_every_artifact(report, model, longer, ["logits"])
+
+
 def test_text_vectorization_names_layer_and_ops_where_a_format_cannot_hold_it(tmp_path):
     texts = np.array(["the cat sat", "a dog ran far", "the bird flew", "cats and dogs"])
     vectorize = keras.layers.TextVectorization(max_tokens=20, output_sequence_length=6, name="vectorize")
