@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.architectures.keras_files import keras_reloads_identically, randomize_weights, write_keras_applications_h5
+from tests.architectures.keras_files import (
+    keras_reloads_identically,
+    randomize_weights,
+    write_keras_applications_h5,
+)
 from zoo.architectures import registry
 
 TWINS = [n for n in zoo.list_models() if registry.get_spec(n).keras_twin]

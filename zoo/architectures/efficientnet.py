@@ -163,7 +163,7 @@ def efficientnet(
         return make_divisible(n * width, 8)
 
     def repeats(n):
-        return int(math.ceil(depth * n))
+        return math.ceil(depth * n)
 
     inputs = keras.Input(tuple(input_shape), name="image")
     x = keras.layers.Rescaling(1.0 / 255.0, name="stem_rescaling")(inputs)
@@ -210,7 +210,7 @@ def fix_imagenet_variance(model) -> str | None:
     file here gives the same function: `(x/255 - mean) / std`.
     """
     layer = model.get_layer("stem_normalization")
-    mean, variance = (np.asarray(w) for w in layer.get_weights()[:2])
+    variance = np.asarray(layer.get_weights()[1])
     if not np.allclose(variance, IMAGENET_STDDEV_RGB, atol=1e-6):
         return None
     layer.variables[1].assign(np.square(variance).astype(variance.dtype))

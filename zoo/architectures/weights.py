@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core import presets
 from zoo.architectures.blocks import KERAS_HEAD_ALIASES
 from zoo.architectures.heads import classifier_layer, weighted_layers
+from zoo.core import presets
 from zoo.errors import ZooError, suggest
 
 LEGACY_H5 = "keras.applications-style .h5 (Keras 2 legacy layout)"
