@@ -216,13 +216,14 @@ def markdown(result: dict) -> str:
     loads = [result.get(k) for k in ("load_before", "load_after") if result.get(k)]
     load_text = (f" Load average (1 min) {' -> '.join(str(l['load_1m']) for l in loads)} on {loads[0]['cpus']} "
                  f"CPUs." if loads else "")
+    flags = ", ".join(m.get("cpu_flags") or []) or "flags unknown"
     lines = [
         f"# Time to {target:.1%} MNIST test accuracy\n\n",
-        f"{m['cpus']} CPUs ({m.get('cpu_model') or 'unknown'}; {', '.join(m.get('cpu_flags') or []) or 'flags unknown'}), "
+        (f"{m['cpus']} CPUs ({m.get('cpu_model') or 'unknown'}; {flags}), "
         f"TensorFlow {m['tensorflow']}. Recipe `{result['recipe']}` against the keras.io simple convnet "
         f"(https://keras.io/examples/vision/mnist_convnet/), same pipeline, the two interleaved seed by seed. "
         f"Training time only (the clocks stop for the test evaluation after each epoch; the first step's "
-        f"tracing counts).{load_text}\n\n",
+         f"tracing counts).{load_text}\n\n"),
     ]
     if result.get("pairs"):
         lines.append(markdown_table(result["pairs"], [

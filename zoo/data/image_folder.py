@@ -13,8 +13,15 @@ the path at fault: a missing or empty folder, a class folder without images, a
 file that is not a readable image. Images are decoded with ``tf.io.decode_image``
 (JPEG, PNG, GIF, BMP), resized bilinearly like
 ``keras.utils.image_dataset_from_directory`` and scaled to float32 in [0, 1];
-labels are int32. Decoding runs once: the pipeline caches decoded images when
-they fit in memory.
+labels are int32.
+
+Decoding runs once per folder and image size, not once per epoch: with
+``cache=True`` and when the decoded split fits in memory, the resized images
+are kept as uint8 (rounded: within 0.5/255 of the float resize) in
+`zoo.data.decoded_cache`, keyed by every file's path, size and modification
+time, and each epoch, the first of later runs included, is served from
+memory (`zoo.data.memory`). The first call on a new or changed folder pays
+for the decoding, in parallel; files are not re-verified on a cache hit.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from zoo.data import decoded_cache, memory, pipeline, preprocessing
 from zoo.data import splits as splits_lib
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -99,19 +107,32 @@ def from_image_folder(
         rows = splits_lib.random_split(len(all_files), {"validation": validation_split}, seed=seed, labels=labels)
         files = {s: [all_files[i] for i in idx] for s, idx in rows.items() if len(idx)}
 
+    channels = COLOR_MODES[color_mode]
+    decoded = {}
+    if cache:
+        settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
+        decoded = {s: decoded_cache.cache_dir() / "image_folder" /
+                   f"{decoded_cache.files_key([f for _, f in fs], settings)}.npz"
+                   for s, fs in files.items() if len(fs) * int(np.prod(image_size)) * channels
+                   <= pipeline.IN_MEMORY_LIMIT_BYTES}
     if verify:
-        for split_files in files.values():
+        for split, split_files in files.items():
+            if split in decoded and decoded[split].is_file():
+                continue  # decoded before, unchanged since (the key has every file's size and time)
             for _, file in split_files:
                 _verify_image(file)
 
-    channels = COLOR_MODES[color_mode]
-    decode = _decoder(image_size, channels)
     parts = {}
     for split, split_files in files.items():
         paths = [f for _, f in split_files]
         labels = np.array([label for label, _ in split_files], dtype=np.int32)
-        ds = tf.data.Dataset.from_tensor_slices((paths, labels)).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-        parts[split] = (ds, len(paths))
+        ds = tf.data.Dataset.from_tensor_slices((paths, labels))
+        if split in decoded:
+            to_uint8 = ds.map(_decoder(image_size, channels, scale=False), num_parallel_calls=tf.data.AUTOTUNE)
+            parts[split] = (decoded_cache.load_or_build(decoded[split], lambda d=to_uint8: memory.materialize(d),
+                                                        rows=len(paths)), len(paths))
+        else:
+            parts[split] = (ds.map(_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE), len(paths))
     return ImageFolderData(
         name=root,
         parts=parts,
@@ -123,6 +144,7 @@ def from_image_folder(
         cache=cache,
         drop_remainder=drop_remainder,
         repeat=repeat,
+        preprocess=preprocessing.scale_image if decoded else None,
         class_names=tuple(class_names),
         files={s: [f for _, f in fs] for s, fs in files.items()},
     )
@@ -194,11 +216,16 @@ def _verify_image(path: str) -> None:
         raise DataError(f"Image file {path} cannot be read as an image: {e}") from e
 
 
-def _decoder(image_size, channels):
+def _decoder(image_size, channels, scale: bool = True):
+    """(path, label) -> the resized image: float32 in [0, 1], or with `scale=False` uint8 (rounded)."""
+
     def decode(path, label):
         image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
         image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
-        image = tf.clip_by_value(image / 255.0, 0.0, 1.0)
+        if scale:
+            image = tf.clip_by_value(image / 255.0, 0.0, 1.0)
+        else:
+            image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
         image.set_shape((*image_size, channels))
         return image, label
 
