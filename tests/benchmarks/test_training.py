@@ -13,7 +13,8 @@ from zoo.benchmarks import time_to_accuracy, training
 def quick_args(**changes):
     parser = argparse.ArgumentParser()
     training.add_arguments(parser)
-    args = parser.parse_args(["--quick", "--families", "cnn", "--efficiency-batch", "0", "--no-torch"])
+    args = parser.parse_args(["--quick", "--families", "cnn", "--efficiency-batch", "0", "--no-torch",
+                              "--models", "mlp", "--pipelines", "table"])
     for k, v in changes.items():
         setattr(args, k, v)
     return args
@@ -31,7 +32,10 @@ def test_quick_suite_structure(quick_result, tmp_path):
     assert row["zoo_samples_per_s"] > 0 and row["keras_samples_per_s"] > 0
     assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
     (pipe,) = quick_result["pipeline"]
-    assert pipe["samples_per_s"] > 0 and pipe["headroom"] > 0
+    assert pipe["source"] == "table" and pipe["first_epoch_samples_per_s"] > 0 and pipe["headroom"] > 0
+    (mlp,) = quick_result["models"]
+    assert mlp["model"] == "mlp" and mlp["baseline"] == "stock Keras layers" and mlp["identical_initial_weights"]
+    assert mlp["train_gflops"] > 0 and mlp["top_ops"] and mlp["parity"]["abs_diff"] <= training.PARITY_TOLERANCE
     assert quick_result["machine"]["cpus"] >= 1
     text = training.markdown(quick_result)
     assert "zoo/Keras" in text and "headroom" in text
