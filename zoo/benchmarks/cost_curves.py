@@ -25,6 +25,7 @@ Every point is measured in one run, on the machine (and load) recorded.
 
 from __future__ import annotations
 
+import itertools
 import math
 import tempfile
 import time
@@ -159,7 +160,7 @@ def serving_curve(requests_per_client: int = 40, clients=CLIENTS) -> dict:
                      key=lambda r: r["clients"])
         if not pts:
             continue
-        bend = next((b["clients"] for a, b in zip(pts, pts[1:])
+        bend = next((b["clients"] for a, b in itertools.pairwise(pts)
                      if b["throughput_rps"] < 1.1 * a["throughput_rps"]), None)
         curves[f"batching {batching}"] = {
             "points": [{"clients": p["clients"], "throughput_rps": p["throughput_rps"], "p99_ms": p["p99_ms"]}

@@ -31,7 +31,6 @@ accuracy (`zoo.benchmarks.time_to_accuracy`).
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 import keras
@@ -45,8 +44,8 @@ from zoo.benchmarks import input_pipeline, model_efficiency
 from zoo.benchmarks.common import machine, markdown_table, system_load
 from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
 from zoo.training import features
-from zoo.training.config import load_recipe
 from zoo.training.builders import build_and_compile, load_splits, make_optimizer
+from zoo.training.config import load_recipe
 from zoo.training.tasks import get_task
 
 # Family -> its reference recipe.
