@@ -44,7 +44,7 @@ class Source:
 
 SOURCES = {
     "mnist": Source("MNIST (TFDS, decoded cache)", 128, "convnet_bn", (28, 28, 1), 10,
-                    {"filters": [16, 48, 64], "padding": "valid", "dropout": 0.0}),
+                    {"filters": [16, 32, 64], "padding": "valid", "dropout": 0.0}),
     "image_folder": Source("image folder (3,000 PNG files, 32x32 RGB)", 128, "convnet_bn", (32, 32, 3), 10),
     "table": Source("CSV table (50,000 rows x 30 features)", 32, "tabular_resnet", (30,), 2,
                     {"depth": 1, "width": 16}),
