@@ -97,7 +97,8 @@ def test_time_to_accuracy_report_from_a_recorded_result(tmp_path):
     }
     result.update(time_to_accuracy.summarize(result))
     assert [p["speedup"] for p in result["pairs"]] == [12.0, 8.0]
-    assert result["worst_speedup"] == 8.0 and not result["passed"]
+    assert result["worst_speedup"] == 8.0 and not result["passed"] and not result["passed_wall"]
+    assert [p["cpu_speedup"] for p in result["pairs"]] == [13.33, 9.23] and not result["passed_cpu"]
     text = time_to_accuracy.markdown(result)
     assert "8.0x" in text and "missed" in text
     (png,) = time_to_accuracy.plots(result, tmp_path)
