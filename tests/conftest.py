@@ -16,6 +16,12 @@ CPU_DEVICES = distribute.split_cpu(2)
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_decoded_cache(tmp_path_factory):
+    """Decoded image folders go to a per-session directory, not the user's ~/.cache/zoo."""
+    os.environ["ZOO_CACHE_DIR"] = str(tmp_path_factory.mktemp("zoo-cache"))
+
+
 @pytest.fixture(scope="session")
 def real_mnist_dir():
     """The data dir holding real MNIST (prepared by `zoo data prepare mnist`).

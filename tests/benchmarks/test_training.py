@@ -13,7 +13,8 @@ from zoo.benchmarks import time_to_accuracy, training
 def quick_args(**changes):
     parser = argparse.ArgumentParser()
     training.add_arguments(parser)
-    args = parser.parse_args(["--quick", "--families", "cnn", "--efficiency-batch", "0", "--no-torch"])
+    args = parser.parse_args(["--quick", "--families", "cnn", "--efficiency-batch", "0", "--no-torch",
+                              "--models", "mlp", "--pipelines", "table"])
     for k, v in changes.items():
         setattr(args, k, v)
     return args
@@ -31,7 +32,10 @@ def test_quick_suite_structure(quick_result, tmp_path):
     assert row["zoo_samples_per_s"] > 0 and row["keras_samples_per_s"] > 0
     assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
     (pipe,) = quick_result["pipeline"]
-    assert pipe["samples_per_s"] > 0 and pipe["headroom"] > 0
+    assert pipe["source"] == "table" and pipe["first_epoch_samples_per_s"] > 0 and pipe["headroom"] > 0
+    (mlp,) = quick_result["models"]
+    assert mlp["model"] == "mlp" and mlp["baseline"] == "stock Keras layers" and mlp["identical_initial_weights"]
+    assert mlp["train_gflops"] > 0 and mlp["top_ops"] and mlp["parity"]["abs_diff"] <= training.PARITY_TOLERANCE
     assert quick_result["machine"]["cpus"] >= 1
     text = training.markdown(quick_result)
     assert "zoo/Keras" in text and "headroom" in text
@@ -93,7 +97,8 @@ def test_time_to_accuracy_report_from_a_recorded_result(tmp_path):
     }
     result.update(time_to_accuracy.summarize(result))
     assert [p["speedup"] for p in result["pairs"]] == [12.0, 8.0]
-    assert result["worst_speedup"] == 8.0 and not result["passed"]
+    assert result["worst_speedup"] == 8.0 and not result["passed"] and not result["passed_wall"]
+    assert [p["cpu_speedup"] for p in result["pairs"]] == [13.33, 9.23] and not result["passed_cpu"]
     text = time_to_accuracy.markdown(result)
     assert "8.0x" in text and "missed" in text
     (png,) = time_to_accuracy.plots(result, tmp_path)

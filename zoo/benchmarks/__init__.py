@@ -13,6 +13,7 @@ SUITES = {
     "serving-fuzz": "zoo.benchmarks.serving_fuzz",
     "recipes": "zoo.benchmarks.recipes",
     "transfer": "zoo.benchmarks.transfer",
+    "cost-curves": "zoo.benchmarks.cost_curves",
 }
 
 

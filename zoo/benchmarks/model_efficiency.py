@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from typing import Optional
 
 import keras
 import numpy as np
@@ -32,8 +31,8 @@ import tensorflow as tf
 from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
 from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
-from zoo.training.config import TrainConfig
 from zoo.training.builders import build_and_compile, make_optimizer
+from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
 
 NUM_CLASSES = 10
@@ -46,7 +45,7 @@ class ModelCase:
 
     input_shape: tuple
     batch_size: int
-    peak_target: Optional[float] = None  # % of the fp32 matmul peak, by wall time
+    peak_target: float | None = None  # % of the fp32 matmul peak, by wall time
     ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
 
 

@@ -157,17 +157,20 @@ def summarize(result: dict) -> dict:
         if row["zoo_cpu_s"] and row["baseline_cpu_s"]:
             row["cpu_speedup"] = round(row["baseline_cpu_s"] / row["zoo_cpu_s"], 2)
         pairs.append(row)
-    speedups = [p.get("speedup") for p in pairs]
-    measured = [s for s in speedups if s is not None]
     times = [p["zoo_s"] for p in pairs]
-    return {
-        "pairs": pairs,
-        "worst_time_to_target_s": max(times) if times and all(t is not None for t in times) else None,
-        "worst_speedup": min(measured) if measured else None,
-        "median_speedup": statistics.median(measured) if measured else None,
-        "passed": bool(measured) and len(measured) == len(pairs) and min(measured) >= TARGET_SPEEDUP,
-        "baseline_reached_target": all(p["baseline_s"] is not None for p in pairs) if pairs else None,
-    }
+    out = {"pairs": pairs,
+           "worst_time_to_target_s": max(times) if times and all(t is not None for t in times) else None,
+           "baseline_reached_target": all(p["baseline_s"] is not None for p in pairs) if pairs else None}
+    # By wall time (what a user waits; on a shared machine it moves with other processes' load) and by
+    # CPU-seconds of the process (the work itself, whatever else runs).
+    for key, clock in (("speedup", "wall"), ("cpu_speedup", "cpu")):
+        measured = [p[key] for p in pairs if p.get(key) is not None]
+        complete = bool(measured) and len(measured) == len(pairs)
+        out[f"worst_{key}"] = min(measured) if complete else None
+        out[f"median_{key}"] = statistics.median(measured) if measured else None
+        out[f"passed_{clock}"] = complete and min(measured) >= TARGET_SPEEDUP
+    out["passed"] = out["passed_wall"]
+    return out
 
 
 def recipe_curve(recipe: str, target: float, seed: int) -> Curve:
@@ -216,13 +219,14 @@ def markdown(result: dict) -> str:
     loads = [result.get(k) for k in ("load_before", "load_after") if result.get(k)]
     load_text = (f" Load average (1 min) {' -> '.join(str(l['load_1m']) for l in loads)} on {loads[0]['cpus']} "
                  f"CPUs." if loads else "")
+    flags = ", ".join(m.get("cpu_flags") or []) or "flags unknown"
     lines = [
         f"# Time to {target:.1%} MNIST test accuracy\n\n",
-        f"{m['cpus']} CPUs ({m.get('cpu_model') or 'unknown'}; {', '.join(m.get('cpu_flags') or []) or 'flags unknown'}), "
+        (f"{m['cpus']} CPUs ({m.get('cpu_model') or 'unknown'}; {flags}), "
         f"TensorFlow {m['tensorflow']}. Recipe `{result['recipe']}` against the keras.io simple convnet "
         f"(https://keras.io/examples/vision/mnist_convnet/), same pipeline, the two interleaved seed by seed. "
         f"Training time only (the clocks stop for the test evaluation after each epoch; the first step's "
-        f"tracing counts).{load_text}\n\n",
+         f"tracing counts).{load_text}\n\n"),
     ]
     if result.get("pairs"):
         lines.append(markdown_table(result["pairs"], [
@@ -237,8 +241,11 @@ def markdown(result: dict) -> str:
     worst = result.get("worst_speedup")
     if worst is not None:
         lines.append(f"\nTarget: at least {result.get('target_speedup', TARGET_SPEEDUP):g}x faster than keras.io for "
-                     f"every seed. Worst seed: {worst}x, median {result.get('median_speedup')}x: "
-                     f"{'met' if result['passed'] else 'missed'}.")
+                     f"every seed. By wall time: worst seed {worst}x, median {result.get('median_speedup')}x: "
+                     f"{'met' if result['passed_wall'] else 'missed'}.")
+    if result.get("worst_cpu_speedup") is not None:
+        lines.append(f" By CPU-seconds: worst seed {result['worst_cpu_speedup']}x, median "
+                     f"{result.get('median_cpu_speedup')}x: {'met' if result.get('passed_cpu') else 'missed'}.")
     if result.get("baseline_reached_target") is False:
         lines.append(f" The keras.io recipe did not reach it within {result['baseline_epoch_budget']} epochs for "
                      f"some seed.")
@@ -265,9 +272,10 @@ def plots(result: dict, folder, stem: str = "time_to_accuracy") -> list[Path]:
     ax.set_xlabel("training seconds (evaluation excluded; log scale)")
     ax.set_ylabel("MNIST test accuracy (%)")
     ax.set_ylim(97.0, 99.6)
-    worst = result.get("worst_speedup")
+    worst, worst_cpu = result.get("worst_speedup"), result.get("worst_cpu_speedup")
     ax.set_title(f"Time to {result['target_test_accuracy']:.1%} on {result['machine']['cpus']} CPUs"
-                 + (f": zoo >= {worst}x faster, every seed" if worst else ""))
+                 + (f": zoo >= {worst}x faster (wall), >= {worst_cpu}x (CPU-s), every seed" if worst else ""),
+                 fontsize=9)
     ax.legend(fontsize=6, loc="lower right", ncol=2)
     path = folder / f"{stem}.png"
     save_figure(fig, path, dpi=120)

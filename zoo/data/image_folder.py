@@ -18,6 +18,14 @@ left out and listed in ``data.skipped`` with the reason). Images are decoded wit
 ``Rescaling``); labels are int32. Decoding runs once: the pipeline caches decoded
 images when they fit in memory. :func:`decode_image` is the same decoding, for
 one file at prediction time.
+
+Decoding runs once per folder and image size, not once per epoch: with
+``cache=True`` and when the decoded split fits in memory, the resized images
+are kept as uint8 (rounded: within 0.5/255 of the float resize) in
+`zoo.data.decoded_cache`, keyed by every file's path, size and modification
+time, and each epoch, the first of later runs included, is served from
+memory (`zoo.data.memory`). The first call on a new or changed folder pays
+for the decoding, in parallel; files are not re-verified on a cache hit.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from zoo.data import decoded_cache, memory, pipeline, preprocessing
 from zoo.data import splits as splits_lib
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -120,12 +129,24 @@ def from_image_folder(
 
     channels = COLOR_MODES[color_mode]
     decode = _decoder(image_size, channels, raw)
+    decoded = {}  # split -> the .npz of its decoded uint8 images (zoo.data.decoded_cache)
+    if cache:
+        settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
+        decoded = {s: decoded_cache.cache_dir() / "image_folder" /
+                   f"{decoded_cache.files_key([f for _, f in fs], settings)}.npz"
+                   for s, fs in files.items() if len(fs) * int(np.prod(image_size)) * channels
+                   <= pipeline.IN_MEMORY_LIMIT_BYTES}
     parts = {}
     for split, split_files in files.items():
         paths = [f for _, f in split_files]
         labels = np.array([label for label, _ in split_files], dtype=np.int32)
-        ds = tf.data.Dataset.from_tensor_slices((paths, labels)).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-        parts[split] = (ds, len(paths))
+        ds = tf.data.Dataset.from_tensor_slices((paths, labels))
+        if split in decoded:
+            to_uint8 = ds.map(_uint8_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE)
+            parts[split] = (decoded_cache.load_or_build(decoded[split], lambda d=to_uint8: memory.materialize(d),
+                                                        rows=len(paths)), len(paths))
+        else:
+            parts[split] = (ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE), len(paths))
     return ImageFolderData(
         name=root,
         parts=parts,
@@ -137,6 +158,7 @@ def from_image_folder(
         cache=cache,
         drop_remainder=drop_remainder,
         repeat=repeat,
+        preprocess=(_cast_image if raw else preprocessing.scale_image) if decoded else None,
         class_names=tuple(class_names),
         files={s: [f for _, f in fs] for s, fs in files.items()},
         labels={s: [label for label, _ in fs] for s, fs in files.items()},
@@ -317,3 +339,22 @@ def _decoder(image_size, channels, raw=False):
         return decode_image(tf.io.read_file(path), image_size, channels, raw), label
 
     return decode
+
+
+def _uint8_decoder(image_size, channels):
+    """(path, label) -> the resized image as uint8 (rounded: within 0.5/255 of the float resize), the
+    form the decoded cache keeps in memory; `preprocessing.scale_image` makes it float32 per batch."""
+
+    def decode(path, label):
+        image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
+        image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
+        image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
+        image.set_shape((*image_size, channels))
+        return image, label
+
+    return decode
+
+
+def _cast_image(x, y):
+    """uint8 image -> float32 in [0, 255] (the `raw=True` form); integer label -> int32."""
+    return tf.cast(x, tf.float32), tf.cast(y, tf.int32)

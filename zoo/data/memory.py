@@ -20,7 +20,7 @@ fit stay on the streaming path of `zoo.data.pipeline`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -47,10 +47,10 @@ class Arrays:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in tf.nest.flatten(self.data))
 
-    def slice(self, lo: int, hi: int) -> "Arrays":
+    def slice(self, lo: int, hi: int) -> Arrays:
         return Arrays(tf.nest.map_structure(lambda a: a[lo:hi], self.data))
 
-    def concat(self, other: "Arrays") -> "Arrays":
+    def concat(self, other: Arrays) -> Arrays:
         return Arrays(tf.nest.map_structure(lambda a, b: np.concatenate([a, b]), self.data, other.data))
 
     def to_dataset(self) -> tf.data.Dataset:
@@ -78,9 +78,9 @@ def from_memory(
     arrays: Arrays,
     *,
     batch_size: int,
-    preprocess: Optional[Callable] = None,
+    preprocess: Callable | None = None,
     shuffle: bool = False,
-    seed: Optional[int] = None,
+    seed: int | None = None,
     drop_remainder: bool = False,
     repeat: bool = False,
 ) -> tf.data.Dataset:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -39,6 +39,8 @@ class SplitData:
         num_classes: classes of y, or None for regression targets.
         batch_size, shuffle, seed, cache, drop_remainder, repeat: defaults for
             :meth:`dataset`; ``shuffle=None`` shuffles the train split only.
+        preprocess: per-example ``(x, y) -> (x, y)`` applied when batches are made (e.g. uint8
+            pixels held in memory -> float32), None when the parts are ready as they are.
     """
 
     name: str
@@ -51,6 +53,7 @@ class SplitData:
     cache: bool = True
     drop_remainder: bool = False
     repeat: bool = False
+    preprocess: Optional[Callable] = None
 
     def __post_init__(self):
         pipeline.validate_batch_size(self.batch_size)
@@ -105,6 +108,7 @@ class SplitData:
         return pipeline.build_pipeline(
             ds,
             batch_size=settings.batch_size,
+            preprocess=self.preprocess,
             num_examples=n,
             shuffle=shuffle,
             seed=settings.seed,
