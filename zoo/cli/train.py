@@ -51,6 +51,10 @@ def add(sub):
     f.add_argument("--cutmix", type=float, metavar="ALPHA", dest="cutmix_alpha", help="cutmix with Beta(ALPHA, ALPHA)")
     f.add_argument("--ema-decay", type=float, help="keep an EMA of the weights; evaluate and export it")
     f.add_argument("--gradient-checkpointing", action="store_true", default=None, help="recompute activations in backward")
+    f.add_argument("--qat", action="store_true", default=None,
+                   help="quantization-aware training: fake int8 weights/activations, BatchNorm folded; exports full int8")
+    f.add_argument("--qat-from", metavar="MODEL.keras", help="fine-tune this trained float model quantization-aware")
+    f.add_argument("--qat-freeze-bn-after", type=int, metavar="STEPS", help="QAT: freeze BatchNorm statistics after STEPS")
     r = p.add_argument_group("reproducibility, resume, checks, multi-worker")
     r.add_argument("--deterministic", action="store_true", default=None,
                    help="with --seed: bitwise identical runs (enables op determinism)")
@@ -95,6 +99,7 @@ def train_config_from_args(args):
         "mixup_alpha": args.mixup_alpha, "cutmix_alpha": args.cutmix_alpha, "ema_decay": args.ema_decay,
         "gradient_checkpointing": args.gradient_checkpointing, "deterministic": args.deterministic,
         "backup_every": args.backup_every, "sanity_check": args.sanity_check,
+        "qat": args.qat, "qat_from": args.qat_from, "qat_freeze_bn_after": args.qat_freeze_bn_after,
     }
     changes = {k: v for k, v in flags.items() if v is not None}
     for key in ("val_split", "test_split", "export_dir"):

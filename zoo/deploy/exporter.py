@@ -113,7 +113,10 @@ def export(
         eval_x = _random_inputs(input_shape, input_dtype, sequence_length)
         data_description = "random inputs (no test data given)"
     eval_x = eval_x.astype(input_dtype, copy=False)
-    wants_int8 = "int8" in (options.get("tflite", {}).get("quantization") or ())
+    from zoo.quantization import is_quantized
+
+    # A quantization-aware model carries its int8 ranges; the others calibrate on representative data.
+    wants_int8 = "int8" in (options.get("tflite", {}).get("quantization") or ()) and not is_quantized(model)
     rep_x = None
     if wants_int8:
         if representative_data is None:

@@ -56,8 +56,9 @@ def fake_quant_symmetric(weights):
 
 def fake_quant_per_tensor(x, minimum, maximum):
     """Asymmetric per-tensor fake quantization of an activation to [minimum, maximum] (nudged to include 0)."""
+    # The range always holds 0 (so that zero padding and ReLU are exact), and is never empty.
     minimum = tf.minimum(tf.cast(minimum, tf.float32), 0.0)
-    maximum = tf.maximum(tf.cast(maximum, tf.float32), minimum + 1e-6)
+    maximum = tf.maximum(tf.maximum(tf.cast(maximum, tf.float32), 0.0), minimum + 1e-6)
     return tf.quantization.fake_quant_with_min_max_vars(x, minimum, maximum, num_bits=NUM_BITS, narrow_range=False)
 
 
@@ -69,7 +70,7 @@ def activation_scale_and_zero_point(minimum: float, maximum: float) -> tuple[flo
     shifts the range slightly so that 0.0 is exact.
     """
     minimum = min(float(minimum), 0.0)
-    maximum = max(float(maximum), minimum + 1e-6)
+    maximum = max(float(maximum), 0.0, minimum + 1e-6)
     scale = (maximum - minimum) / 255.0
     zero_from_min = 0.0 - minimum / scale  # on the uint8 grid [0, 255]
     zero_point = int(min(max(round_half_up(zero_from_min), 0), 255))

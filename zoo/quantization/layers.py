@@ -62,6 +62,8 @@ class QuantizedLinear(keras.layers.Layer):
             out_shape = self.inner.compute_output_shape(input_shape)
             if not self.batch_norm.built:
                 self.batch_norm.build(out_shape)
+            # 1.0: BatchNorm frozen, trains with the moving statistics (set by the QAT train_step feature).
+            self.bn_frozen = self.add_weight(shape=(), initializer="zeros", trainable=False, name="bn_frozen")
             axis = self.batch_norm.axis if isinstance(self.batch_norm.axis, int) else self.batch_norm.axis[0]
             if axis % len(out_shape) != len(out_shape) - 1:
                 raise ValueError(f"Only a BatchNormalization over the channel (last) axis can be folded into "
@@ -118,13 +120,15 @@ class QuantizedLinear(keras.layers.Layer):
     def call(self, x, training=None):
         x = tf.cast(x, tf.float32)
         if self.batch_norm is None or not training:
-            kernel, bias = self.folded()
-            y = self._op(x, self._quantize_kernel(kernel))
-            if bias is not None:
-                y = y + bias
+            y = self._infer(x)
         else:
-            y = self._train_with_batch_statistics(x)
+            y = tf.cond(self.bn_frozen > 0, lambda: self._infer(x), lambda: self._train_with_batch_statistics(x))
         return self.inner.activation(y) if self.inner.activation is not None else y
+
+    def _infer(self, x):
+        kernel, bias = self.folded()
+        y = self._op(x, self._quantize_kernel(kernel))
+        return y if bias is None else y + bias
 
     def _train_with_batch_statistics(self, x):
         bn = self.batch_norm

@@ -66,6 +66,9 @@ class TrainConfig:
     cutmix_alpha: float = 0.0
     ema_decay: float | None = None
     gradient_checkpointing: bool = False
+    qat: bool = False  # quantization-aware training (zoo.quantization); exports full int8 from learned ranges
+    qat_from: str | None = None  # a trained float .keras model to fine-tune quantization-aware (implies qat)
+    qat_freeze_bn_after: int | None = None  # QAT: BatchNorm statistics frozen after this many steps
     # Reproducibility and safety.
     deterministic: bool = False  # with `seed`: bitwise identical runs
     backup_every: int | None = 100  # resumable backup every N steps (and at each epoch end)
@@ -96,6 +99,14 @@ class TrainConfig:
             )
         if self.mixed_precision is not None and self.mixed_precision not in MIXED_PRECISION:
             raise UnknownNameError("mixed precision policy", self.mixed_precision, MIXED_PRECISION)
+        if self.qat_from is not None and not Path(self.qat_from).is_file():
+            raise ValueError(f"qat_from must be a saved .keras model file. Received: qat_from={self.qat_from!r} (not a file)")
+        steps = self.qat_freeze_bn_after
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 0):
+            raise ValueError(f"qat_freeze_bn_after must be an integer >= 0. Received: qat_freeze_bn_after={steps!r}")
+        if (self.qat or self.qat_from) and self.mixed_precision:
+            raise ValueError("Quantization-aware training runs in float32: drop mixed_precision "
+                             f"(Received: mixed_precision={self.mixed_precision!r} with qat).")
         if self.teacher is not None and not Path(self.teacher).is_file():
             raise ValueError(f"teacher must be a saved .keras model file. Received: teacher={self.teacher!r} (not a file)")
         if self.deterministic and self.seed is None:

@@ -100,17 +100,41 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     Call inside a strategy scope. The learning-rate schedule counts optimizer
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
-    with features.policy_scope(config.mixed_precision):
-        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
+    if config.qat_from:
+        model = load_start_model(config, input_shape)
+    else:
+        with features.policy_scope(config.mixed_precision):
+            model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes,
+                                   **config.model_overrides)
     task = get_task(registry.get_spec(config.model).task)
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
+    chosen = features.from_config(config, teacher=load_teacher(config))
+    model = features.prepare_model(model, chosen)
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.loss(),
         metrics=task.metrics(),
         jit_compile=resolve_jit_compile(config.jit_compile),
-        features=features.from_config(config, teacher=load_teacher(config)),
+        features=chosen,
     )
+    return model
+
+
+def load_start_model(config: TrainConfig, input_shape):
+    """The trained model `config.qat_from` names, checked against the run's model and data."""
+    import zoo.quantization  # noqa: F401  (registers the quantization-aware layers a QAT checkpoint holds)
+
+    try:
+        model = keras.saving.load_model(config.qat_from, safe_mode=True, compile=False)
+    except Exception as e:
+        raise ZooError(f"--qat-from {config.qat_from!r} could not be loaded: {type(e).__name__}: {e}") from None
+    if model.name != config.model:
+        raise ZooError(f"--qat-from {config.qat_from!r} holds a {model.name!r} model but the run trains "
+                       f"{config.model!r}; pass --model {model.name} (with its recipe's data).")
+    got = tuple(model.inputs[0].shape[1:])
+    if len(got) != len(input_shape) or any(g is not None and g != e for g, e in zip(got, input_shape)):
+        raise ZooError(f"--qat-from {config.qat_from!r} takes inputs of shape {got}; dataset "
+                       f"{config.dataset!r} has {tuple(input_shape)}.")
     return model
 
 

@@ -64,7 +64,7 @@ def _representative(job: Job, example_shape):
     return gen
 
 
-def _quantize(converter, job: Job, example_shape):
+def _quantize(converter, job: Job, example_shape, quantization_aware: bool = False):
     import tensorflow as tf
 
     variant = job.target.variant
@@ -74,8 +74,15 @@ def _quantize(converter, job: Job, example_shape):
     if variant == "float16":
         converter.target_spec.supported_types = [tf.float16]
     elif variant == "int8":
-        converter.representative_dataset = _representative(job, example_shape)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if quantization_aware:
+            # The ranges are the model's fake-quantization ops (the converter's QAT mode): no calibration.
+            # TFLITE_BUILTINS_INT8 is not set: TF 2.21 then demands a representative dataset before it
+            # looks at the graph (lite.py `_validate_int8_required` with graph_def=None for SavedModels);
+            # `check_full_int8` verifies the result instead.
+            pass
+        else:
+            converter.representative_dataset = _representative(job, example_shape)
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         if job.target.options.get("int8_io"):
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
@@ -83,26 +90,60 @@ def _quantize(converter, job: Job, example_shape):
 
 
 def convert(job: Job) -> Converted:
+    from zoo.quantization import is_quantized
+
     model = job.keras_model()
     example_shape = job.static_input_shape()
+    quantization_aware = is_quantized(model)
     attempts = []
     for route in routes(model, job.target.variant):
         try:
             converter = _converter(_saved_model_for(job, route, example_shape))
-            _quantize(converter, job, example_shape)
+            _quantize(converter, job, example_shape, quantization_aware)
             flatbuffer = converter.convert()
+            if quantization_aware and job.target.variant == "int8":
+                check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
         except Exception as e:  # try the next route; the report keeps why this one failed
             attempts.append({"route": route, "error": f"{type(e).__name__}: {_last_line(e)}"})
             continue
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
         notes = []
+        if quantization_aware and job.target.variant == "int8":
+            notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
         if route == "unrolled":
             notes.append(unrolled_note(example_shape))
         return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
     raise RuntimeError("no TFLite route converted: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
+
+
+# Ops that legitimately touch float in a full-int8 model: the conversions at its float input and output.
+BOUNDARY_OPS = ("QUANTIZE", "DEQUANTIZE")
+
+
+def float_ops(flatbuffer: bytes) -> list[str]:
+    """The ops of a TFLite model that compute in float, other than the boundary (de)quantization."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_content=flatbuffer)
+    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    found = []
+    for op in interpreter._get_ops_details():  # the public API lists tensors, not ops
+        if op["op_name"] in BOUNDARY_OPS:
+            continue
+        outputs = [tensors[i] for i in op["outputs"] if i in tensors]
+        if any(t["dtype"] == np.float32 for t in outputs):
+            found.append(f"{op['op_name']} ({outputs[0]['name']})")
+    return found
+
+
+def check_full_int8(flatbuffer: bytes) -> None:
+    """Raises if any op of an int8 TFLite model still computes in float, naming the ops."""
+    found = float_ops(flatbuffer)
+    if found:
+        raise RuntimeError(f"the int8 model still computes {len(found)} op(s) in float: {', '.join(found[:5])}")
 
 
 def _last_line(e: Exception) -> str:

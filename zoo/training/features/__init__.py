@@ -18,6 +18,7 @@ from zoo.training.features.distillation import Distillation
 from zoo.training.features.ema import EMA
 from zoo.training.features.mixed_precision import POLICIES, LossScaling, policy_scope
 from zoo.training.features.mixing import BatchMixing, CutMix, Mixup
+from zoo.training.features.qat import QuantizationAware
 from zoo.training.features.sam import SAM
 
 
@@ -38,11 +39,20 @@ def from_config(config, teacher=None) -> list[TrainFeature]:
         chosen.append(EMA(config.ema_decay))
     if config.gradient_checkpointing:
         chosen.append(GradientCheckpointing())
+    if config.qat or config.qat_from:
+        chosen.append(QuantizationAware(freeze_bn_after=config.qat_freeze_bn_after))
     return chosen
+
+
+def prepare_model(model, chosen):
+    """The model the features train (`TrainFeature.prepare_model`, in order); call before `compile`."""
+    for f in sorted(chosen, key=lambda f: f.order):
+        model = f.prepare_model(model)
+    return model
 
 
 __all__ = [
     "POLICIES", "EMA", "SAM", "Batch", "BatchMixing", "ClipByGlobalNorm", "CutMix", "Distillation",
-    "GradientAccumulation", "GradientCheckpointing", "LossScaling", "Mixup", "TrainFeature", "from_config",
-    "policy_scope",
+    "GradientAccumulation", "GradientCheckpointing", "LossScaling", "Mixup", "QuantizationAware", "TrainFeature",
+    "from_config", "policy_scope", "prepare_model",
 ]
