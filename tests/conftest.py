@@ -32,3 +32,42 @@ def real_mnist_dir():
     if os.environ.get("ZOO_REQUIRE_DATA") == "1":
         pytest.fail(f"ZOO_REQUIRE_DATA=1 but MNIST is not prepared in {data_dir}; run `zoo data prepare mnist`.")
     pytest.skip(f"real MNIST not prepared in {data_dir} (run `zoo data prepare mnist`)")
+
+
+# ----------------------------------------------------------------------------- the slow marker
+# `@pytest.mark.slow` tests are left out of the default run (CI and scripts/test.sh), which must stay
+# under 15 minutes on 2 cores. Run them with `ZOO_SLOW=1 bash scripts/test.sh` or `pytest -m slow`.
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("ZOO_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with ZOO_SLOW=1 or -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def variant_representatives(names):
+    """The first-registered model of each family of size variants; the others are only more of the same.
+
+    Variants share a builder module, a default input shape and a name stem (resnet20..resnet110,
+    mixer_s32/s16/b16, efficientnet_b0..b7), so the first-registered one (the smallest, by the
+    registries' convention) exercises the same layers and export routes as the rest.
+    """
+    import re
+
+    from zoo.architectures import registry
+
+    seen, keep = set(), set()
+    for name in registry.list_registered():
+        spec = registry.get_spec(name)
+        key = (spec.builder.__module__, tuple(spec.input_shape), re.match(r"[a-z]*", name).group(0))
+        if key not in seen:
+            seen.add(key)
+            keep.add(name)
+    return [n for n in names if n in keep]
+
+
+def params_marking_variants_slow(names):
+    """`pytest.param`s over `names`, the size variants beyond each family's first marked slow."""
+    keep = set(variant_representatives(names))
+    return [pytest.param(n, marks=() if n in keep else pytest.mark.slow) for n in names]

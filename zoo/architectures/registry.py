@@ -130,6 +130,11 @@ def list_models(pattern: str | list[str] = "*", family: str | None = None) -> li
     return sorted(names, key=_natural_key)
 
 
+def list_registered() -> list[str]:
+    """Every registered name, in registration order (a family's smallest variant first)."""
+    return list(_REGISTRY)
+
+
 def get_spec(name: str) -> ModelSpec:
     """The spec of a registered model; unknown names get close suggestions."""
     try:

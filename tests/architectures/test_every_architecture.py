@@ -12,6 +12,7 @@ import zoo
 import zoo.data
 from zoo.architectures import registry
 from zoo.training import ZooModel
+from tests.conftest import params_marking_variants_slow
 
 
 def small_input_shape(name):
@@ -31,7 +32,7 @@ def build_small(name, **kwargs):
     return zoo.build(name, input_shape=small_input_shape(name), **kwargs)
 
 
-@pytest.mark.parametrize("name", zoo.list_models())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_builds_in_a_strategy_scope_with_named_layers(name):
     from zoo import distribute
 
@@ -42,7 +43,7 @@ def test_builds_in_a_strategy_scope_with_named_layers(name):
     assert not auto_named, f"layers without a readable name: {auto_named}"
 
 
-@pytest.mark.parametrize("name", zoo.list_models())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_mixed_float16_keeps_float32_outputs(name):
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
@@ -53,7 +54,7 @@ def test_mixed_float16_keeps_float32_outputs(name):
     assert out.dtype == np.float32 and np.isfinite(out).all()
 
 
-@pytest.mark.parametrize("name", zoo.list_models())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_keras_round_trip_is_identical(name, tmp_path):
     model = build_small(name)
     x = sample_input(name)
@@ -64,7 +65,7 @@ def test_keras_round_trip_is_identical(name, tmp_path):
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
-@pytest.mark.parametrize("name", zoo.list_models())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_trains_through_the_training_base_on_tf_data(name):
     keras.utils.set_random_seed(0)
     model = build_small(name)

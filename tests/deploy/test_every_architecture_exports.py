@@ -14,6 +14,7 @@ import re
 import pytest
 
 import zoo
+from tests.conftest import params_marking_variants_slow
 from zoo.deploy import matrix
 from zoo.deploy.worker import Worker
 
@@ -38,7 +39,7 @@ def worker(tmp_path_factory):
 
 
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
-@pytest.mark.parametrize("name", zoo.list_models())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, worker):
     from zoo.deploy import exporter
 

@@ -15,7 +15,7 @@ import pytest
 from zoo import distribute, multi_worker
 from zoo.errors import ZooError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _zoo(*args, cwd, env=None, timeout=300):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_train(*args, cwd):

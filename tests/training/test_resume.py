@@ -11,7 +11,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STEPS_PER_EPOCH = 8192 // 32
 
 
