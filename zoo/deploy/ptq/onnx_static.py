@@ -1,0 +1,159 @@
+"""ONNX float16, and static int8 in QDQ form, with onnxruntime's own tools.
+
+- `to_float16`: onnxruntime's `convert_float_to_float16`, float32 inputs and outputs kept.
+- `quantize_int8`: `onnxruntime.quantization.quantize_static`, QDQ format, calibrated on
+  representative inputs (min/max), weights int8 symmetric per channel, activations uint8
+  asymmetric per tensor: the setting onnxruntime recommends for x86 CPUs with VNNI (its
+  `quantize_static` docstring, "Choosing parameters for CPU inference"), whose int8 kernels are
+  u8s8. `exclude` keeps nodes in float (`nodes_to_exclude`; the accuracy-budgeted search),
+  `only` quantizes just those (`nodes_to_quantize`; per-layer sensitivity).
+- `quantize_learned`: the int8 QDQ model of a quantization-aware model. tf2onnx turns its
+  activation fake-quant ops into QuantizeLinear/DequantizeLinear pairs (its
+  `FakeQuantWithMinMaxVars` handler) and folds the weight ones into on-grid constants; the pairs
+  are lifted out as `TensorQuantOverrides` and `quantize_static` writes the QDQ model with the
+  learned ranges (the per-channel weight scales it computes, max|w|/127, are the ones training
+  used, so the weights requantize exactly).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+CALIBRATION_BATCH = 32
+
+
+class _Batches:
+    """onnxruntime's `CalibrationDataReader` over an array of inputs."""
+
+    def __init__(self, input_name: str, x: np.ndarray, batch: int = CALIBRATION_BATCH):
+        self._items = iter([{input_name: np.ascontiguousarray(x[i : i + batch], dtype=np.float32)}
+                            for i in range(0, len(x), batch)])
+
+    def get_next(self):
+        return next(self._items, None)
+
+
+def input_name(model_path) -> str:
+    import onnx
+
+    model = onnx.load(str(model_path), load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    if len(names) != 1:
+        raise ValueError(f"Expected an ONNX model with one input; {model_path} has {names}.")
+    return names[0]
+
+
+def to_float16(float_path, out_path) -> Path:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = convert_float_to_float16(onnx.load(str(float_path)), keep_io_types=True)
+    onnx.save(model, str(out_path))
+    return Path(out_path)
+
+
+def preprocess(float_path, out_path) -> Path:
+    """onnxruntime's `quant_pre_process` (shape inference, graph optimization), as its docs advise before quantizing."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quant_pre_process(str(float_path), str(out_path), skip_symbolic_shape=True)
+    return Path(out_path)
+
+
+def quantizable_nodes(model_path) -> list[str]:
+    """Names of the nodes with weights that static int8 quantizes (Conv, MatMul, Gemm), in graph order."""
+    import onnx
+
+    model = onnx.load(str(model_path))
+    initializers = {i.name for i in model.graph.initializer}
+    return [n.name for n in model.graph.node
+            if n.op_type in ("Conv", "MatMul", "Gemm") and any(i in initializers for i in n.input[1:2])]
+
+
+def quantize_int8(prepared_path, out_path, calibration_x: np.ndarray, *, exclude=(), only=None, overrides=None,
+                  calibration_cache=None) -> Path:
+    """Static int8 QDQ model of `prepared_path` (see `preprocess`), written to `out_path`.
+
+    `calibration_cache`: a JSON path where onnxruntime keeps the calibrated ranges, so a search
+    that quantizes the same model many times calibrates once.
+    """
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    extra = {"TensorQuantOverrides": overrides} if overrides else {}
+    kwargs = {"calibration_cache_path": str(calibration_cache)} if calibration_cache else {}
+    quantize_static(
+        str(prepared_path), str(out_path), _Batches(input_name(prepared_path), calibration_x),
+        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+        nodes_to_exclude=list(exclude), nodes_to_quantize=list(only) if only is not None else None,
+        extra_options=extra, **kwargs,
+    )
+    return Path(out_path)
+
+
+def lift_fake_quant(model):
+    """(float model, overrides): the QuantizeLinear -> DequantizeLinear pairs on activations removed, their
+    scale and zero point returned as `TensorQuantOverrides` keyed by the tensor they quantized."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for node in graph.node:  # tf2onnx may emit the scale and zero point as Constant nodes
+        if node.op_type == "Constant":
+            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    producers = {o: n for n in graph.node for o in n.output}
+    overrides, rename, dropped = {}, {}, set()
+    for dq in graph.node:
+        if dq.op_type != "DequantizeLinear":
+            continue
+        q = producers.get(dq.input[0])
+        if q is None or q.op_type != "QuantizeLinear":
+            continue
+        source = q.input[0]
+        scale = float(np.asarray(consts[q.input[1]]).reshape(()))
+        zero = np.asarray(consts[q.input[2]]).reshape(())
+        overrides[source] = [{"scale": np.float32(scale), "zero_point": zero}]
+        rename[dq.output[0]] = source
+        dropped.update((q.name, dq.name))
+    kept = [n for n in graph.node if n.name not in dropped]
+    for node in kept:
+        for i, name in enumerate(node.input):
+            node.input[i] = _follow(rename, name)
+    for output in graph.output:
+        if output.name in rename:  # the model output itself was fake-quantized: keep its name
+            source = _follow(rename, output.name)
+            kept.append(onnx.helper.make_node("Identity", [source], [output.name], name=f"{output.name}_identity"))
+    del graph.node[:]
+    graph.node.extend(kept)
+    return model, overrides
+
+
+def _follow(rename: dict, name: str) -> str:
+    while name in rename:
+        name = rename[name]
+    return name
+
+
+def quantize_learned(fake_quant_onnx: Path, out_path, work_dir, calibration_x: np.ndarray) -> Path:
+    """The int8 QDQ model of a quantization-aware model's ONNX graph, with its learned activation ranges.
+
+    Tensors without a learned range (a softmax output) are calibrated on `calibration_x`.
+    """
+    import onnx
+
+    float_model, overrides = lift_fake_quant(onnx.load(str(fake_quant_onnx)))
+    work_dir = Path(work_dir)
+    lifted = work_dir / "qat_float.onnx"
+    onnx.save(float_model, str(lifted))
+    # No graph optimization before quantizing: it could rename the tensors the overrides name.
+    return quantize_int8(lifted, out_path, calibration_x, overrides=overrides)
+
+
+def size_bytes(path) -> int:
+    return os.path.getsize(path)
