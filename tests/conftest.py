@@ -8,7 +8,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from zoo import distribute  # noqa: E402
+from zoo.training import distribute  # noqa: E402
 
 CPU_DEVICES = distribute.split_cpu(2)
 

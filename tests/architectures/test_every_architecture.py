@@ -34,7 +34,7 @@ def build_small(name, **kwargs):
 
 @pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_builds_in_a_strategy_scope_with_named_layers(name):
-    from zoo import distribute
+    from zoo.training import distribute
 
     with distribute.strategy("mirrored").scope():
         model = build_small(name)

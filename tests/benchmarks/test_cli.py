@@ -65,3 +65,19 @@ def test_unknown_suite_is_a_usage_error(fake_suite, tmp_path, capsys):
     assert e.value.code == 2
     assert "fake-suite" in capsys.readouterr().err  # the valid choices are listed
     assert not list(tmp_path.iterdir())
+
+
+def test_benchmark_help_lists_every_suite(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["benchmark", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    for name in [*SUITES, "all"]:
+        assert f"\n  {name} " in out, name
+    assert "Training speed: zoo's `fit` against plain Keras `fit`" in out  # the suite's docstring line
+
+
+def test_suite_help_lists_that_suites_flags(fake_suite, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["benchmark", "fake-suite", "--help"])
+    assert e.value.code == 0 and "--size" in capsys.readouterr().out

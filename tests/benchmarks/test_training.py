@@ -49,7 +49,7 @@ def test_zoo_and_keras_fits_start_equal_and_train_equal(quick_result):
 
 
 def test_plain_keras_twin_is_not_a_zoo_model(real_mnist_dir):
-    from zoo.training.model import ZooModel
+    from zoo.core.model import ZooModel
 
     config = training.recipe_config("mnist_mlp", "fp32")
     zoo_model, plain = training.build_pair(config, steps_per_epoch=10)
@@ -71,7 +71,7 @@ def test_torch_peer_skips_cleanly_without_torch(monkeypatch):
     from zoo.benchmarks import torch_peer
 
     monkeypatch.setattr(torch_peer, "torch_version", lambda: None)
-    result = torch_peer.run("mnist_fast", training.Settings())
+    result = torch_peer.run(training.recipe_config("mnist_fast", "fp32"), training.Settings())
     assert "torch is not installed" in result["skipped"]
 
 

@@ -339,7 +339,7 @@ def test_series_errors_say_where():
 )
 def test_sklearn_tables(name, rows, features, classes):
     info = zoo.data.dataset_info(name)
-    data = zoo.data.load_data(name)
+    data = zoo.data.load_splits(name)
     assert info.source == "sklearn" and info.input_shape == (features,) and info.num_classes == classes
     assert info.splits == data.num_examples and sum(info.splits.values()) == rows
     assert set(info.splits) == {"train", "validation", "test"}
@@ -365,13 +365,13 @@ def test_registered_load_shuffles_train_only_and_lists_splits():
     with pytest.raises(zoo.data.UnknownSplitError, match="Available splits: test, train, validation"):
         zoo.data.load("wine", "valid")
     with pytest.raises(ValueError, match="TFDS dataset"):
-        zoo.data.load_data("mnist")
+        zoo.data.load_splits("mnist")
 
 
 @pytest.mark.parametrize("name, window, steps", [("sunspots", 22, 309), ("co2", 52, 2284)])
 def test_statsmodels_series(name, window, steps):
     info = zoo.data.dataset_info(name)
-    data = zoo.data.load_data(name)
+    data = zoo.data.load_splits(name)
     assert info.source == "statsmodels" and info.input_shape == (window, 1) and info.num_classes is None
     assert info.splits == data.num_examples and len(data.values) == steps and np.isfinite(data.values).all()
     x, y = next(iter(zoo.data.load(name, "test", batch_size=8)))
@@ -418,7 +418,7 @@ def test_moby_dick_prepare_is_verified_atomic_and_idempotent(tmp_path, monkeypat
     path = zoo.data.prepare("moby_dick", data_dir=data_dir)
     assert zoo.data.prepare("moby_dick", data_dir=data_dir) == path and len(calls) == 1
     assert os.listdir(os.path.dirname(path)) == [moby_dick.FILENAME]  # no temp leftovers
-    data = zoo.data.load_data("moby_dick", data_dir=data_dir)
+    data = zoo.data.load_splits("moby_dick", data_dir=data_dir)
     assert set(data.num_examples) == {"train", "validation", "test"}
     x, y = next(iter(zoo.data.load("moby_dick", "validation", batch_size=4, data_dir=data_dir)))
     assert x.shape == (4, 100) and x.dtype == tf.int32
@@ -437,7 +437,7 @@ def test_real_moby_dick_matches_its_registered_facts():
     data_dir = zoo.data.default_data_dir()
     if not os.path.isfile(os.path.join(moby_dick.text_dir(data_dir), moby_dick.FILENAME)):
         pytest.skip("moby_dick not prepared (run `zoo data prepare moby_dick`)")
-    data = zoo.data.load_data("moby_dick")
+    data = zoo.data.load_splits("moby_dick")
     info = zoo.data.dataset_info("moby_dick")
     assert data.num_examples == info.splits and len(data.vocab) == info.num_classes == moby_dick.VOCAB_SIZE
     assert data.vocab.decode(data.ids["train"][:16]) == "CHAPTER 1. Looming"[:16]

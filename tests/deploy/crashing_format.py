@@ -1,7 +1,7 @@
 """A stand-in format module for tests: its converter dies the way native converters do.
 
-The worker imports it by name (tests/ is on the worker's PYTHONPATH), so the
-crash happens in the worker process exactly as a real segfault would.
+The isolated conversion process imports it by name (tests/ is on its PYTHONPATH), so the
+crash happens in that process exactly as a real segfault would.
 """
 
 import os
@@ -14,5 +14,5 @@ def convert(job):
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def load(path, job):
+def open_runner(path, *, threads=2, example=None):
     raise AssertionError("never reached")

@@ -84,11 +84,11 @@ def crashing_onnx(monkeypatch):
 @pytest.mark.usefixtures("crashing_onnx")
 def test_a_converter_crash_fails_only_its_format(model, tmp_path):
     report = zoo.deploy.export(model, tmp_path, ["saved_model", "onnx", "tflite"], latency_runs=0)
-    status = {r["format"]: r for r in report.results}
-    assert status["onnx"]["status"] == "export_failed"
-    assert "SIGSEGV" in status["onnx"]["error"]
-    # The formats after the crash ran in a fresh worker and were written and verified.
-    assert status["saved_model"]["status"] == status["tflite"]["status"] == "passed"
+    status = {r.format: r for r in report.results}
+    assert status["onnx"].status == "export_failed"
+    assert "SIGSEGV" in status["onnx"].error
+    # The formats after the crash ran in a fresh process and were written and verified.
+    assert status["saved_model"].status == status["tflite"].status == "passed"
     assert (tmp_path / "lenet5_float32.tflite").is_file()
     saved = json.loads((tmp_path / "report.json").read_text())
     assert not saved["ok"] and [r["status"] for r in saved["results"]] == ["passed", "passed", "export_failed"]
@@ -110,12 +110,13 @@ def test_formats_table_drives_the_docs():
     for f in formats.FORMATS.values():
         assert f"`{f.name}`" in table and f.runtime in table
         for option in f.options:
-            assert f"`{option.name}`" in table
+            assert f"`{option.name}`" in table and option.help in table
 
 
 def test_readme_lists_the_formats_from_the_table():
     from pathlib import Path
 
+    # tests/test_cli.py checks every generated section with `scripts/update_readme.py --check`.
     assert formats.markdown_table() in (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 

@@ -16,7 +16,7 @@ import pytest
 import zoo
 from tests.conftest import params_marking_variants_slow
 from zoo.deploy import matrix
-from zoo.deploy.worker import Worker
+from zoo.deploy.isolation import ConversionProcess
 
 # Where a format genuinely cannot take an architecture: (name pattern, format) -> the upstream error
 # it fails with, so that a fix upstream (or a new failure) shows up here.
@@ -32,19 +32,19 @@ def known_failure(name, fmt):
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    w = Worker(log_path=tmp_path_factory.mktemp("matrix") / "worker.log")
-    yield w
-    w.close()
+def process(tmp_path_factory):
+    p = ConversionProcess(log_path=tmp_path_factory.mktemp("matrix") / "conversion.log")
+    yield p
+    p.close()
 
 
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
 @pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
-def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, worker):
+def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, process):
     from zoo.deploy import exporter
 
     monkeypatch.setattr(exporter, "RANDOM_EVAL_SAMPLES", 8)
-    (row,) = matrix.export_matrix(tmp_path, [name], progress=None, worker=worker).values()
+    (row,) = matrix.export_matrix(tmp_path, [name], progress=None, process=process).values()
     problems = []
     for fmt, r in row.items():
         why = known_failure(name, fmt)

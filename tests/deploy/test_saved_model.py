@@ -10,6 +10,12 @@ import tensorflow as tf
 
 import zoo
 from zoo.deploy import export_saved_model, publish, publish_saved_model, versions
+from zoo.deploy.signature import SERVING_SIGNATURE
+
+
+def test_the_signature_is_the_one_tf_serving_calls_by_default():
+    # TF Serving answers a request without signature_name with this key (signature_constants.py).
+    assert SERVING_SIGNATURE == tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +28,7 @@ def test_round_trip_signature_and_parity(model, tmp_path):
     path = publish_saved_model(model, tmp_path, "convnet_bn")
     assert path == tmp_path / "convnet_bn" / "1"
     loaded = tf.saved_model.load(str(path))
-    sig = loaded.signatures["serving_default"]
+    sig = loaded.signatures[SERVING_SIGNATURE]
     (input_name, input_spec), = sig.structured_input_signature[1].items()
     assert input_name == "image"  # the keras.Input's name, not args_0
     assert input_spec.shape.as_list() == [None, 28, 28, 1]  # dynamic batch
@@ -37,14 +43,14 @@ def test_saved_model_cli_shows_named_input_and_dynamic_batch(model, tmp_path):
     path = export_saved_model(model, tmp_path / "sm")
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     out = subprocess.run([cli, "show", "--dir", str(path), "--all"], capture_output=True, text=True, check=True).stdout
-    block = out.split("signature_def['serving_default']")[1]
+    block = out.split(f"signature_def['{SERVING_SIGNATURE}']")[1]
     assert "inputs['image']" in block and "shape: (-1, 28, 28, 1)" in block
     assert "outputs['predictions']" in block
 
 
 def test_rnn_with_variable_time_axis_exports(tmp_path):
     model = zoo.build("gru_classifier", input_shape=(None, 6), num_classes=4, units=8)
-    sig = tf.saved_model.load(str(export_saved_model(model, tmp_path / "rnn"))).signatures["serving_default"]
+    sig = tf.saved_model.load(str(export_saved_model(model, tmp_path / "rnn"))).signatures[SERVING_SIGNATURE]
     x = np.random.default_rng(0).random((3, 11, 6), dtype=np.float32)
     np.testing.assert_allclose(sig(sequence=tf.constant(x))["predictions"].numpy(), model.predict(x, verbose=0), atol=1e-6)
 

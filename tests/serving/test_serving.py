@@ -28,7 +28,7 @@ from tensorflow_serving.config import model_server_config_pb2
 import zoo
 from zoo.cli import main
 from zoo.deploy import publish_saved_model
-from zoo.deploy.saved_model import input_specs
+from zoo.deploy.signature import SERVING_SIGNATURE, input_specs
 from zoo.deploy.serving import (
     Batcher,
     Client,
@@ -84,7 +84,7 @@ def _save_text_model(path):
             return {"length": tf.strings.length(text), "upper_bytes": tf.strings.upper(text)}
 
     module = Text()
-    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+    tf.saved_model.save(module, str(path), signatures={SERVING_SIGNATURE: module.serve})
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_warmup_records_are_prediction_logs_of_real_samples_and_are_replayed(bas
     logs = read_warmup(base_dir / "lenet5" / "2")
     assert len(logs) == 10
     first = logs[0].predict_log.request
-    assert first.model_spec.signature_name == "serving_default"
+    assert first.model_spec.signature_name == SERVING_SIGNATURE
     np.testing.assert_array_equal(tf.make_ndarray(first.inputs["image"]), mnist[0][:1])
     assert server.store.resolve("lenet5", 1).warmup_replayed == 10
     assert server.store.resolve("lenet5", 2).warmup_replayed == 10
@@ -241,7 +241,7 @@ def test_official_grpc_stub_and_plain_http_match_model_predict(server, stub, mod
     rows = _post(server, "lenet5:predict", json={"instances": x.tolist()})
     assert rows.status_code == 200
     np.testing.assert_allclose(rows.json()["predictions"], expected, atol=1e-6)
-    columns = _post(server, "lenet5:predict", json={"signature_name": "serving_default",
+    columns = _post(server, "lenet5:predict", json={"signature_name": SERVING_SIGNATURE,
                                                       "inputs": {"image": x.tolist()}})
     np.testing.assert_allclose(columns.json()["outputs"], expected, atol=1e-6)
     named_rows = _post(server, "lenet5:predict", json={"instances": [{"image": r} for r in x[:3].tolist()]})
@@ -285,7 +285,7 @@ def test_status_and_metadata_have_tf_servings_json_shape(server, stub):
     assert [s["version"] for s in by_label["model_version_status"]] == ["1"]
     meta = httpx.get(f"{server.rest_url}/v1/models/lenet5/metadata").json()
     assert meta["model_spec"] == {"name": "lenet5", "version": "2", "signature_name": ""}
-    sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
+    sig = meta["metadata"]["signature_def"]["signature_def"][SERVING_SIGNATURE]
     assert sig["inputs"]["image"]["dtype"] == "DT_FLOAT"
     assert [d["size"] for d in sig["inputs"]["image"]["tensor_shape"]["dim"]] == ["-1", "28", "28", "1"]
     assert sig["outputs"]["predictions"]["dtype"] == "DT_FLOAT"
@@ -294,7 +294,7 @@ def test_status_and_metadata_have_tf_servings_json_shape(server, stub):
     request.model_spec.name = "lenet5"
     signatures = get_model_metadata_pb2.SignatureDefMap()
     stub.GetModelMetadata(request, timeout=30).metadata["signature_def"].Unpack(signatures)
-    assert list(signatures.signature_def["serving_default"].inputs) == ["image"]
+    assert list(signatures.signature_def[SERVING_SIGNATURE].inputs) == ["image"]
     with grpc.insecure_channel(server.grpc_target) as channel:
         status_request = get_model_status_pb2.GetModelStatusRequest()
         status_request.model_spec.name = "lenet5"

@@ -1,4 +1,4 @@
-"""zoo.check: finite-difference gradient check, overfit one batch, retracing guard, NaN/Inf stop."""
+"""zoo.training.checks: finite-difference gradient check, overfit one batch, retracing guard, NaN/Inf stop."""
 
 import keras
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from zoo import check
+from zoo.training import checks
 
 
 def _log_sigmoid(wrong: bool):
@@ -39,18 +39,18 @@ X = np.random.default_rng(0).normal(scale=3.0, size=(4, 5))
 
 
 def test_gradient_check_passes_a_correct_custom_gradient():
-    report = check.gradients(LogSigmoid(), X)
+    report = checks.gradients(LogSigmoid(), X)
     assert report.passed and report.max_relative_error < 1e-6 and report.checked == X.size
 
 
 def test_gradient_check_catches_a_wrong_custom_gradient():
-    report = check.gradients(LogSigmoid(wrong=True), X)
+    report = checks.gradients(LogSigmoid(wrong=True), X)
     assert not report.passed and report.max_relative_error > 0.1
     assert "input[" in report.worst and "MISMATCH" in str(report)
 
 
 def test_gradient_check_covers_layer_weights_in_float64():
-    report = check.gradients(keras.layers.Dense(3, activation="tanh"), X[:2])
+    report = checks.gradients(keras.layers.Dense(3, activation="tanh"), X[:2])
     assert report.passed and report.checked == 2 * 5 + 5 * 3 + 3
 
 
@@ -61,12 +61,12 @@ def test_overfit_batch_passes_a_working_model_and_fails_a_broken_one():
     model = zoo.build("mlp", width=32, depth=1, dropout=0.0)
     model.compile("adam", "sparse_categorical_crossentropy")
     before = model.get_weights()
-    assert check.overfit_batch(model, (x, y)).passed
+    assert checks.overfit_batch(model, (x, y)).passed
     assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))  # untouched
 
     model.trainable = False  # the silent bug: nothing can learn
     model.compile("adam", "sparse_categorical_crossentropy")
-    report = check.overfit_batch(model, (x, y), steps=50)
+    report = checks.overfit_batch(model, (x, y), steps=50)
     assert not report.passed and "FAILED" in str(report)
 
 

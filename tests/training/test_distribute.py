@@ -1,9 +1,9 @@
-"""zoo.distribute.strategy: the one place strategies are built."""
+"""zoo.training.distribute.strategy: the one place strategies are built."""
 
 import pytest
 import tensorflow as tf
 
-from zoo import distribute
+from zoo.training import distribute
 from zoo.errors import UnknownNameError, ZooError
 
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import zoo
 import zoo.data
-from zoo import distribute
+from zoo.training import distribute
 from zoo.training import TrainConfig, features as F
 from zoo.training.features import checkpointing
 
@@ -61,7 +61,7 @@ def test_accumulation_equals_one_large_batch():
 def test_accumulation_below_one_is_rejected():
     with pytest.raises(ValueError, match="steps >= 1"):
         F.GradientAccumulation(0)
-    with pytest.raises(ValueError, match="accumulation_steps must be an integer >= 1"):
+    with pytest.raises(ValueError, match="accumulation_steps expects a positive integer"):
         TrainConfig(accumulation_steps=0).validate()
 
 
@@ -251,7 +251,7 @@ def test_features_are_switchable_from_a_config():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--accumulation-steps", "0"], "accumulation_steps must be an integer >= 1"),
+        (["--accumulation-steps", "0"], "accumulation_steps expects a positive integer"),
         (["--mixed-precision", "mixed_float61"], "Did you mean: mixed_float16"),
         (["--teacher", "missing.keras"], "teacher must be a saved .keras model file"),
     ],

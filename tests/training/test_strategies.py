@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import distribute, multi_worker
+from zoo.training import distribute, multi_worker
 from zoo.errors import ZooError
 
 ROOT = Path(__file__).resolve().parents[2]

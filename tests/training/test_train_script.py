@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.deploy.signature import SERVING_SIGNATURE
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,7 +48,7 @@ def test_train_script_end_to_end(tmp_path, real_mnist_dir):
     # The export is the trained model: its accuracy on the same slice matches the script's.
     import zoo.data
 
-    sig = tf.saved_model.load(str(export)).signatures["serving_default"]
+    sig = tf.saved_model.load(str(export)).signatures[SERVING_SIGNATURE]
     correct = total = 0
     for x, y in zoo.data.load("mnist", "test[:1000]", 500, data_dir=real_mnist_dir):
         correct += int((np.argmax(sig(image=x)["predictions"], axis=1) == y.numpy()).sum())
@@ -66,9 +68,17 @@ def test_train_script_end_to_end(tmp_path, real_mnist_dir):
         (["--out", "blocker"], "is a file"),
     ],
 )
-def test_bad_input_gets_a_clear_error_and_writes_nothing(tmp_path, args, message, real_mnist_dir):
+def test_bad_input_gets_a_clear_error_and_writes_nothing(tmp_path, args, message, real_mnist_dir, monkeypatch, capsys):
+    """In process (the same `main` scripts/train.py calls): every check runs before anything is written."""
+    from zoo.cli import main
+
     (tmp_path / "blocker").write_text("a file")
-    r = run_train(*args, "--export-dir", "saved_models", "--data-dir", real_mnist_dir, cwd=tmp_path)
-    assert r.returncode == 2
-    assert message in r.stderr and "Traceback" not in r.stderr
+    monkeypatch.chdir(tmp_path)
+    try:
+        rc = main(["train", *args, "--export-dir", "saved_models", "--data-dir", real_mnist_dir])
+    except SystemExit as e:  # argparse's usage errors
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and "Traceback" not in err
     assert sorted(os.listdir(tmp_path)) == ["blocker"]  # no runs/, no saved_models/

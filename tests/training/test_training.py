@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import zoo
 import zoo.data
-from zoo import distribute
+from zoo.training import distribute
 from zoo.training import ZooModel
 
 N, BATCH, STEPS = 128, 32, 4

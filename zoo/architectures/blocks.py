@@ -9,7 +9,7 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
-from zoo.training.model import ZooModel
+from zoo.core.model import ZooModel
 
 
 def classifier_head(x, num_classes: int, *, activation="softmax", dropout: float = 0.0, name: str = "head"):
@@ -37,7 +37,7 @@ def conv_bn_act(
 
 
 def make_model(inputs, outputs, name: str) -> ZooModel:
-    """Wraps a functional graph in the zoo's training base."""
+    """Wraps a functional graph in the zoo's model base (`zoo.core.model.ZooModel`)."""
     return ZooModel(inputs=inputs, outputs=outputs, name=name)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from zoo.architectures.blocks import check_input_shape
 from zoo.architectures.registry import register_model
 from zoo.architectures.rnn import CELLS, apply_recurrent_stack, check_recurrent_options
-from zoo.training.model import ZooModel
+from zoo.core.model import ZooModel
 
 _CHAR_LM_PAPER = (
     "Graves 2013, Generating Sequences With Recurrent Neural Networks, https://arxiv.org/abs/1308.0850"

@@ -144,7 +144,7 @@ def get_spec(name: str) -> ModelSpec:
 
 
 def build(name: str, input_shape=None, num_classes=None, **overrides):
-    """Builds a registered architecture as a `zoo.training.ZooModel`.
+    """Builds a registered architecture as a `zoo.core.model.ZooModel`.
 
     Args:
         name: a name from `list_models()`.

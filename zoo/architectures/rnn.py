@@ -1,7 +1,7 @@
 """Recurrent sequence classifiers, and the recurrent stack the other RNN models share.
 
 The stack (`apply_recurrent_stack`) is used by the text classifier
-(`text.py`), the forecaster (`forecast.py`) and the character language
+(`text_classifier.py`), the forecaster (`forecast.py`) and the character language
 model (`char_lm.py`) too, so all of them get the same layer names and the
 same cell / bidirectional / masking options.
 """

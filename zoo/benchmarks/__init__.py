@@ -11,3 +11,19 @@ SUITES = {
     "serving": "zoo.benchmarks.serving_load",
     "recipes": "zoo.benchmarks.recipes",
 }
+
+
+def suite_summary(module: str) -> str:
+    """The first line of a suite module's docstring (its help line), read from the source when the
+    module is not imported yet: importing a suite loads TensorFlow, and `zoo benchmark --help`
+    should answer at once."""
+    import ast
+    import importlib.util
+    import sys
+
+    if module in sys.modules:
+        doc = sys.modules[module].__doc__ or ""
+    else:
+        with open(importlib.util.find_spec(module).origin, encoding="utf-8") as f:
+            doc = ast.get_docstring(ast.parse(f.read())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""

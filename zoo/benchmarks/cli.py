@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.benchmarks import SUITES
+from zoo.benchmarks import SUITES, suite_summary
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 # What `all` runs, in this order. `recipes` trains every recipe in full (about 15 minutes), so
@@ -32,14 +32,17 @@ def _suite(name: str):
     return importlib.import_module(SUITES[name])
 
 
-def build_parser(prog: str = "zoo benchmark") -> argparse.ArgumentParser:
+def build_parser(prog: str = "zoo benchmark", suites=None) -> argparse.ArgumentParser:
+    """The suites' parser. Only the suites in `suites` (default: all) are imported for their flags; the
+    others are listed by name and summary, so parsing one suite's command line imports only that suite."""
     parser = argparse.ArgumentParser(
         prog=prog, description="Benchmarks with same-run baselines; results go to benchmarks/results/."
     )
     sub = parser.add_subparsers(dest="suite", required=True, metavar="SUITE")
     for name in SUITES:
-        p = sub.add_parser(name, help=(_suite(name).__doc__ or "").strip().splitlines()[0])
-        _suite(name).add_arguments(p)
+        p = sub.add_parser(name, help=suite_summary(SUITES[name]))
+        if suites is None or name in suites:
+            _suite(name).add_arguments(p)
         p.add_argument("--results", default=str(RESULTS), help="folder for the results (default: %(default)s)")
     p = sub.add_parser("all", help=f"run {', '.join(ALL)} with their defaults")
     p.add_argument("--results", default=str(RESULTS))
@@ -97,7 +100,9 @@ def _jsonable(value):
 
 def main(argv=None, prog: str = "zoo benchmark") -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    parser = build_parser(prog)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(prog, suites=ALL if chosen == "all" else [chosen] if chosen in SUITES else ())
     args = parser.parse_args(argv)
     Path(args.results).mkdir(parents=True, exist_ok=True)
     if args.suite != "all":

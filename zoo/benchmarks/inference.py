@@ -6,7 +6,9 @@ with Keras's `model.export(format="litert" | "onnx")` (the peers), then time eve
 each batch size with `common.measure`. Rows carry the median latency, the throughput, achieved
 GFLOP/s and its percentage of the fp32 matmul peak measured in the same run (`peak.py`), the
 accuracy on the test set where one exists, and the parity with Keras (max abs diff, argmax
-agreement, and the tolerance of `zoo.deploy.verify.CRITERIA`).
+agreement, and the tolerance of its precision), through the export's own `zoo.deploy.verify.compare`.
+Every artifact is opened with its format's own `open_runner`, so the benchmark measures exactly
+what `zoo export` verifies.
 
     python scripts/benchmark.py inference                       # the full run (~15-20 min)
     python scripts/benchmark.py inference --quick --models lenet5
@@ -23,11 +25,58 @@ from pathlib import Path
 import numpy as np
 
 from zoo.benchmarks import inference_report
-from zoo.benchmarks.common import cpu_count, machine
-from zoo.benchmarks.runtimes import RUNTIMES, export_peer, load
+from zoo.benchmarks.common import Timing, cpu_count, machine, measure
 
 markdown = inference_report.markdown
 plots = inference_report.plots
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """One row family of the benchmark: Keras itself, or an artifact opened by its format's `open_runner`.
+
+    `format` and `variant` name the artifact of `zoo.deploy.export` it runs; a peer (`peer_export`)
+    runs the artifact of Keras's own `model.export(format=peer_export)` in the same runner, and is
+    compared with our runtime `compared_with`.
+    """
+
+    name: str
+    description: str
+    format: str | None = None  # None: the Keras model itself
+    variant: str | None = None
+    threaded: bool = False  # timed at each of --threads (LiteRT); else at the machine's CPUs
+    peer_export: str | None = None
+    compared_with: str | None = None
+
+    @property
+    def exported(self) -> bool:
+        return self.format is not None and self.peer_export is None
+
+    @property
+    def precision(self) -> str:
+        """The tolerance class of its artifact (`zoo.deploy.verify.CRITERIA`)."""
+        from zoo.deploy.formats import get_format
+
+        return get_format(self.format).precision(self.variant) if self.exported else "float32"
+
+
+RUNTIMES = {
+    r.name: r
+    for r in (
+        Runtime("keras_call", "Keras `model(x, training=False)`, eager"),
+        Runtime("keras_predict", "Keras `model.predict(x)`"),
+        Runtime("saved_model", "TF SavedModel, its serving signature", "saved_model"),
+        Runtime("litert_fp32", "LiteRT fp32, XNNPACK", "tflite", "float32", threaded=True),
+        Runtime("litert_fp16", "LiteRT fp16 weights, XNNPACK", "tflite", "float16", threaded=True),
+        Runtime("litert_int8", "LiteRT full int8, XNNPACK", "tflite", "int8", threaded=True),
+        Runtime("onnx", "onnxruntime CPU (tf2onnx)", "onnx"),
+        Runtime("tfjs", "TF.js in Node (wasm backend)", "tfjs", "float32"),
+        Runtime("keras_litert", "Keras `model.export(format='litert')`, same LiteRT runner", "tflite",
+                threaded=True, peer_export="litert", compared_with="litert_fp32"),
+        Runtime("keras_onnx", "Keras `model.export(format='onnx')`, same onnxruntime runner", "onnx",
+                peer_export="onnx", compared_with="onnx"),
+    )
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +159,7 @@ def run(args) -> dict:
           flush=True)
     work = Path(tempfile.mkdtemp(prefix="zoo-bench-inference-"))
     result = {"suite": "inference", "machine": machine(), "peak": peak, "models": {}, "rows": [],
+              "runtimes": {r.name: r.description for r in RUNTIMES.values()},
               "settings": {"models": models, "runtimes": runtimes, "batch_sizes": batch_sizes, "threads": threads,
                            "budget_s": budget, "quick": bool(args.quick)}}
     try:
@@ -229,44 +279,42 @@ def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) 
     from zoo.deploy import export
 
     wanted = [RUNTIMES[r] for r in runtimes]
-    formats = sorted({r.artifact[0] for r in wanted if r.exported})
-    quantization = [r.artifact[1] for r in wanted if r.artifact and r.artifact[0] == "tflite"]
+    formats = sorted({r.format for r in wanted if r.exported})
+    quantization = [r.variant for r in wanted if r.exported and r.format == "tflite"]
     artifacts = {}
     if formats:
         t0 = time.perf_counter()
         test = (data["eval_x"][:RANDOM_SAMPLES], data["eval_y"][:RANDOM_SAMPLES]) if data["eval_y"] is not None \
             else data["eval_x"][:RANDOM_SAMPLES]
+        int8 = "int8" in quantization
         report = export(model, out / "zoo", formats=formats, quantization=quantization or None,
-                        representative_data=data["rep_x"] if "int8" in quantization else None,
-                        calibration_samples=len(data["rep_x"]) if "int8" in quantization else None,
+                        representative_data=data["rep_x"] if int8 else None,
+                        calibration_samples=len(data["rep_x"]) if int8 else None,
                         test_data=test, verify=False, latency_runs=0)
         print(f"[{name}]   zoo.deploy.export: {time.perf_counter() - t0:.0f} s", flush=True)
         for r in wanted:
             if not r.exported:
                 continue
-            # TFLite has one artifact per precision; the other formats one (TF.js's variant is float32 weights).
-            res = next((x for x in report.results if x["format"] == r.artifact[0]
-                        and (r.artifact[1] is None or x["variant"] == r.artifact[1])), None)
+            res = next((x for x in report.results if x.format == r.format
+                        and (r.variant is None or x.variant == r.variant)), None)
             if res is None:
                 continue
-            ok = res.get("path") and not res.get("error")
-            artifacts[r.name] = {"path": res.get("path") if ok else None, "route": res.get("route"),
-                                 "error": None if ok else res.get("error", res.get("status")),
-                                 "export_s": round(res.get("export_s", 0.0), 1)}
+            ok = res.path and not res.error
+            artifacts[r.name] = {"path": res.path if ok else None, "route": res.route,
+                                 "error": None if ok else (res.error or res.status), "export_s": round(res.export_s, 1)}
     for r in wanted:
-        if not r.peer:
+        if r.peer_export is None:
             continue
-        fmt = r.artifact[1]
-        path = out / "keras" / f"model.{'tflite' if fmt == 'litert' else 'onnx'}"
+        path = out / "keras" / f"model.{'tflite' if r.peer_export == 'litert' else r.peer_export}"
         path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         try:
-            export_peer(model, fmt, str(path))
+            model.export(str(path), format=r.peer_export, verbose=False)
             artifacts[r.name] = {"path": str(path), "route": None, "error": None}
         except Exception as e:  # "where they fail, say so": the error is the result
             artifacts[r.name] = {"path": None, "route": None, "error": _short(e)}
         artifacts[r.name]["export_s"] = round(time.perf_counter() - t0, 1)
-        print(f"[{name}]   model.export(format={fmt!r}): "
+        print(f"[{name}]   model.export(format={r.peer_export!r}): "
               f"{'ok' if artifacts[r.name]['path'] else 'FAILED: ' + artifacts[r.name]['error']}", flush=True)
     return artifacts
 
@@ -288,32 +336,91 @@ def _batch(x: np.ndarray, size: int) -> np.ndarray:
     return np.ascontiguousarray(np.take(x, np.arange(size) % len(x), axis=0))
 
 
+class KerasHandle:
+    """The Keras model itself, called (`model(x)`) or through `model.predict`."""
+
+    note = ""
+
+    def __init__(self, model, how: str):
+        if how not in ("call", "predict"):
+            raise ValueError(f"how must be 'call' or 'predict'. Received: how={how!r}")
+        self._model, self._how = model, how
+
+    def _run(self, x):
+        if self._how == "call":
+            return np.asarray(self._model(x, training=False))
+        return self._model.predict(x, batch_size=len(x), verbose=0)
+
+    def outputs(self, x):
+        return np.concatenate([self._run(x[i : i + 256]) for i in range(0, len(x), 256)])
+
+    def time(self, x, **measure_args) -> Timing:
+        return measure(lambda: self._run(x), **measure_args)
+
+
+class RunnerHandle:
+    """An artifact opened by its format's `open_runner`; its first output is the one compared."""
+
+    def __init__(self, runner):
+        self._runner = runner
+
+    @property
+    def note(self) -> str:  # read after a run: TF.js knows its backend only then
+        return self._runner.note
+
+    def outputs(self, x):
+        return next(iter(self._runner.predict(x).values()))
+
+    def time(self, x, **measure_args) -> Timing:
+        if hasattr(self._runner, "timed_calls_ms"):  # TF.js: timed inside Node, no process start-up
+            times = self._runner.timed_calls_ms(x, runs=measure_args.get("max_reps", 1000),
+                                                warmup=measure_args.get("warmup", 2),
+                                                budget_s=measure_args.get("budget_s"),
+                                                min_runs=measure_args.get("min_reps", 3))
+            return Timing(times)
+        return measure(lambda: self._runner.predict(x), **measure_args)
+
+
+def open_handle(runtime: Runtime, model, path: str | None, threads: int | None, example: np.ndarray):
+    """`runtime` ready to run: the Keras model, or its artifact at `path` in its format's runtime."""
+    if runtime.format is None:
+        return KerasHandle(model, runtime.name.removeprefix("keras_"))
+    from zoo.deploy.formats import get_format
+
+    return RunnerHandle(get_format(runtime.format).open_runner(path, threads=threads or cpu_count(), example=example))
+
+
 def _measure_model(case, model, data, artifacts, runtimes, batch_sizes, threads, budget, flops, peak) -> list[dict]:
-    from zoo.deploy.verify import CRITERIA, accuracy
+    from zoo.deploy.verify import accuracy, compare
 
     eval_x, eval_y = data["eval_x"], data["eval_y"]
     reference = np.concatenate([model.predict(eval_x[i : i + 256], verbose=0) for i in range(0, len(eval_x), 256)])
+    keras_accuracy = accuracy(reference, eval_y) if eval_y is not None else None
     rows = []
     for name in runtimes:
         runtime = RUNTIMES[name]
         art = artifacts.get(name, {})
         for t in (threads if runtime.threaded else [None]):
-            base = {"model": case.name, "runtime": name, "threads": t or cpu_count(), "peer": runtime.peer,
-                    "precision": runtime.precision, "route": art.get("route")}
-            if runtime.artifact is not None and not art.get("path"):
+            base = {"model": case.name, "runtime": name, "threads": t or cpu_count(), "peer": bool(runtime.peer_export),
+                    "precision": runtime.precision, "route": art.get("route"), "exported": runtime.exported,
+                    "threaded": runtime.threaded, "compared_with": runtime.compared_with}
+            if runtime.format is not None and not art.get("path"):
                 error = art.get("error") or "not exported"
                 rows += [{**base, "batch": b, "status": "failed", "error": error} for b in batch_sizes]
                 print(f"[{case.name}]   {name} x{base['threads']}: FAILED to export: {error}", flush=True)
                 continue
             time.sleep(SETTLE_S)
             try:
-                handle = load(runtime, model, art.get("path"), t, eval_x[:1])
-                out = handle.outputs(eval_x)
-                parity = _parity(out, reference, eval_y, CRITERIA[runtime.precision], accuracy)
+                handle = open_handle(runtime, model, art.get("path"), t, eval_x[:1])
+                comparison = compare({"output": handle.outputs(eval_x)}, {"output": reference}, runtime.precision,
+                                     eval_y)
             except Exception as e:
                 rows += [{**base, "batch": b, "status": "failed", "error": _short(e)} for b in batch_sizes]
                 print(f"[{case.name}]   {name} x{base['threads']}: FAILED {_short(e)}", flush=True)
                 continue
+            parity = {"max_abs_diff": comparison.max_abs_diff, "argmax_agreement": comparison.argmax_agreement,
+                      "parity_ok": comparison.passed, "criterion": comparison.criterion,
+                      "accuracy": comparison.accuracy, "keras_accuracy": keras_accuracy}
             for b in batch_sizes:
                 row = {**base, "batch": b, **parity, "note": handle.note or None}
                 try:
@@ -332,19 +439,5 @@ def _measure_model(case, model, data, artifacts, runtimes, batch_sizes, threads,
                 print(f"[{case.name}]   {name:13s} x{base['threads']} b{b:<3d} {timing.median_ms:9.3f} ms "
                       f"{b / median_s:10.1f}/s {100 * gflops / peak:5.1f}% peak"
                       + (f"  acc {parity['accuracy']:.4f}" if parity.get("accuracy") is not None else ""), flush=True)
-            handle.close()
             del handle
     return rows
-
-
-def _parity(out: np.ndarray, ref: np.ndarray, labels, criterion, accuracy) -> dict:
-    diff = float(np.max(np.abs(out.astype(np.float64) - ref))) if ref.size else 0.0
-    agreement = float(np.mean(np.argmax(out, -1) == np.argmax(ref, -1))) if ref.shape[-1] > 1 else None
-    ok = np.isfinite(diff)
-    if criterion.max_abs_diff is not None:
-        ok = ok and diff <= criterion.max_abs_diff
-    if criterion.min_argmax_agreement is not None and agreement is not None:
-        ok = ok and agreement >= criterion.min_argmax_agreement
-    return {"max_abs_diff": diff, "argmax_agreement": agreement, "parity_ok": bool(ok), "criterion": criterion.text,
-            "accuracy": accuracy(out, labels) if labels is not None else None,
-            "keras_accuracy": accuracy(ref, labels) if labels is not None else None}

@@ -6,7 +6,6 @@ import csv
 from pathlib import Path
 
 from zoo.benchmarks.common import markdown_table
-from zoo.benchmarks.runtimes import PEER_OF, RUNTIMES
 
 SMALL_MODELS = ("lenet5", "convnet_bn", "resnet20")
 CNNS = ("lenet5", "convnet_bn", "resnet20", "mobilenet_v2", "resnet50")
@@ -32,7 +31,7 @@ def targets(result: dict) -> dict:
     out = {"speedup_vs_predict": [], "int8_vs_fp32": [], "resnet50_pct_peak": None, "peers": []}
     for model in result["models"]:
         predict = _best(_ok(rows, model=model, runtime="keras_predict", batch=1))
-        exported = _best([r for r in _ok(rows, model=model, batch=1) if RUNTIMES[r["runtime"]].exported])
+        exported = _best([r for r in _ok(rows, model=model, batch=1) if r.get("exported")])
         if model in SMALL_MODELS and predict and exported:
             ratio = predict["median_ms"] / exported["median_ms"]
             out["speedup_vs_predict"].append({
@@ -66,7 +65,8 @@ def targets(result: dict) -> dict:
                     "pct_peak": best["pct_peak"], "met": best["pct_peak"] >= TARGET_PCT_PEAK,
                     "best_int8_runtime": _label(best_int8) if best_int8 else None,
                     "best_int8_pct_peak": best_int8["pct_peak"] if best_int8 else None}
-        for peer, ours in PEER_OF.items():
+        peers = {r["runtime"]: r["compared_with"] for r in rows if r.get("compared_with")}
+        for peer, ours in peers.items():
             for b in batches:
                 for r in [r for r in rows if r["model"] == model and r["runtime"] == peer and r["batch"] == b]:
                     mine = _ok(rows, model=model, runtime=ours, batch=b, threads=r["threads"])
@@ -96,7 +96,7 @@ def _num(v, default=0.0):
 
 
 def _label(row) -> str:
-    return f"{row['runtime']} x{row['threads']}" if RUNTIMES[row["runtime"]].threaded else row["runtime"]
+    return f"{row['runtime']} x{row['threads']}" if row.get("threaded") else row["runtime"]
 
 
 ROW_COLUMNS = [("runtime", "runtime"), ("threads", "threads"), ("batch", "batch"), ("median_ms", "median ms"),
@@ -119,7 +119,7 @@ def markdown(result: dict) -> str:
         "2), and % peak against the fp32 peak for every precision (int8 and fp16 can exceed it). Parity is the "
         "export tolerance of `zoo.deploy.verify` against Keras on the evaluation data; for the untrained "
         "models (random weights, near-uniform softmax) int8 argmax agreement means little.\n",
-        markdown_table([{"runtime": r.name, "what": r.description} for r in RUNTIMES.values()],
+        markdown_table([{"runtime": name, "what": what} for name, what in result["runtimes"].items()],
                        [("runtime", "runtime"), ("what", "what runs")]),
     ]
     parts.append(_targets_markdown(result["targets"]))

@@ -21,7 +21,7 @@ import keras
 import zoo.data
 from zoo.benchmarks.common import machine, markdown_table
 from zoo.training.config import DEFAULT_RECIPE, TrainConfig, load_recipe
-from zoo.training.run import build_and_compile, load_splits, resolve_jit_compile
+from zoo.training.builders import build_and_compile, load_splits, resolve_jit_compile
 
 TARGET_SECONDS = 15.0
 

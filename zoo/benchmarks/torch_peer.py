@@ -55,20 +55,23 @@ def count_params(model) -> int:
         b.numel() for name, b in model.named_buffers() if not name.endswith("num_batches_tracked"))
 
 
-def run(recipe: str, settings, seed: int = 0, zoo_samples_per_s: float | None = None) -> dict:
-    """Training samples/s of the PyTorch convnet_bn; the ratio zoo/torch when zoo's rate is given."""
+def run(config, settings, zoo_samples_per_s: float | None = None) -> dict:
+    """Training samples/s of the PyTorch convnet_bn; the ratio zoo/torch when zoo's rate is given.
+
+    `config`: the fp32 `TrainConfig` the zoo run measured (its batches, batch size, optimizer, seed);
+    `settings`: warmup_steps, steps and rounds, as the training suite's `Settings`.
+    """
     version = torch_version()
     if version is None:
         return {"skipped": "torch is not installed (pip install torch==2.13.0 --index-url "
                            "https://download.pytorch.org/whl/cpu)"}
     import torch
 
-    from zoo.benchmarks.training import recipe_config
-    from zoo.training.run import load_splits
+    from zoo.training.builders import load_splits
 
-    config = recipe_config(recipe, "fp32", seed)
+    seed = config.seed or 0
     if config.model != "convnet_bn":
-        return {"skipped": f"the peer is convnet_bn; recipe {recipe!r} trains {config.model!r}"}
+        return {"skipped": f"the peer is convnet_bn; recipe {config.recipe!r} trains {config.model!r}"}
     threads = cpu_count()
     torch.set_num_threads(threads)
     torch.manual_seed(seed)

@@ -2,7 +2,7 @@
 
 For each family's reference recipe (CNN `mnist_fast`, MLP `mnist_mlp`, RNN
 `mnist_lstm`) the suite builds the recipe's model twice from the same seed:
-the zoo model (`ZooModel`, compiled by `zoo.training.run.build_and_compile`
+the zoo model (`ZooModel`, compiled by `zoo.training.builders.build_and_compile`
 with its train_step features) and a plain `keras.Model` over the same layer
 graph, compiled with the same optimizer, loss, metrics and `jit_compile`. Both
 train on the same batches of the recipe's own tf.data pipeline, cached in
@@ -39,7 +39,7 @@ from zoo.architectures import registry
 from zoo.benchmarks.common import machine, markdown_table
 from zoo.training import features
 from zoo.training.config import load_recipe
-from zoo.training.run import build_and_compile, load_splits, make_optimizer
+from zoo.training.builders import build_and_compile, load_splits, make_optimizer
 from zoo.training.tasks import get_task
 
 # Family -> its reference recipe.
@@ -130,7 +130,7 @@ def run(args) -> dict:
         cnn = next((r for r in result["throughput"] if r["family"] == "cnn" and r["variant"] == "fp32"
                     and r.get("purpose") != "efficiency"), None)
         print("[training] PyTorch peer", flush=True)
-        result["torch"] = torch_peer.run(FAMILIES["cnn"], settings, seed=args.seed,
+        result["torch"] = torch_peer.run(recipe_config(FAMILIES["cnn"], "fp32", args.seed), settings,
                                          zoo_samples_per_s=cnn["zoo_samples_per_s"] if cnn else None)
     if getattr(args, "profile", None):
         print(f"[training] profiling zoo's CNN train step into {args.profile}", flush=True)

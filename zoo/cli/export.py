@@ -8,22 +8,18 @@ from zoo.cli.common import positive_int as _positive_int
 
 
 def add(sub):
-    from zoo.deploy.formats import DEFAULT_FORMATS, DEFAULT_ONNX_OPSET, TFJS_WEIGHTS, TFLITE_PRECISIONS
+    from zoo.core.options import add_arguments
+    from zoo.deploy.formats import DEFAULT_FORMATS, cli_options
 
     p = sub.add_parser(
         "export",
         help="export to SavedModel, TFLite, TF.js and ONNX, verify each in its runtime, write a report",
-        description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input.",
+        description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
+                    "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
     p.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help=f"comma-separated: {', '.join(DEFAULT_FORMATS)}")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
-    p.add_argument("--quantization", default=None, help=f"TFLite precisions, comma-separated: {', '.join(TFLITE_PRECISIONS)}")
-    p.add_argument("--int8-io", action="store_true", default=None, help="full int8 TFLite with int8 input/output")
-    p.add_argument("--calibration-samples", type=_positive_int, default=None, help="int8 calibration inputs (200)")
-    p.add_argument("--sequence-length", type=_positive_int, default=None, help="static time axis of unrolled RNNs")
-    p.add_argument("--weight-quantization", default=None, help=f"TF.js weights: {', '.join(TFJS_WEIGHTS)}")
-    p.add_argument("--opset", type=int, default=None, help=f"ONNX opset (default {DEFAULT_ONNX_OPSET})")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
     p.add_argument("--train-split", default="train")
@@ -32,9 +28,7 @@ def add(sub):
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
     p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
-    p.add_argument("--export-dir", default=None, help="TF Serving base dir for the SavedModel (default <out>/saved_model)")
-    p.add_argument("--version", type=_positive_int, default=None, help="SavedModel version")
-    p.add_argument("--keep", type=_positive_int, default=None, help="keep only the newest N SavedModel versions")
+    add_arguments(p, cli_options())
     p.set_defaults(func=_cmd_export)
 
 
@@ -47,7 +41,7 @@ def _load_model(ref: str):
     return zoo.build(ref)
 
 
-def _export_data(args, quantization: str | None):
+def _export_data(args, quantization: tuple | None):
     """(test_data, representative_data, description) from --dataset; int8 calibration only when asked for."""
     if not args.dataset:
         return None, None, None
@@ -55,24 +49,26 @@ def _export_data(args, quantization: str | None):
 
     test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
     rep = None
-    if quantization and "int8" in [q.strip() for q in quantization.split(",")]:
+    if quantization and "int8" in quantization:
         rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
     return test, rep, f"{args.dataset} {args.test_split} split"
 
 
 def _cmd_export(args) -> int:
     import zoo.deploy
+    from zoo.core.options import given_values
+    from zoo.deploy.formats import cli_options
 
+    given = given_values(args, cli_options())
     model = _load_model(args.model)
-    test, rep, description = _export_data(args, args.quantization)
+    test, rep, description = _export_data(args, given.get("quantization"))
+    if rep is not None:
+        given["representative_data"] = rep
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
-        model, out, args.formats, quantization=args.quantization, representative_data=rep, int8_io=args.int8_io,
-        calibration_samples=args.calibration_samples, sequence_length=args.sequence_length,
-        weight_quantization=args.weight_quantization, opset=args.opset, serving_dir=args.export_dir,
-        version=args.version, keep=args.keep, test_data=test, max_eval_samples=args.eval_samples,
+        model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
-        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})},
+        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})}, **given,
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")

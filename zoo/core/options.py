@@ -160,16 +160,22 @@ class Option:
         elif self.check is not None and self.check not in (BOOL, ANY, TEXT, PATH) and not cli:
             parts.append(self.check.expects)
         default = self.default
-        if default not in (None, (), False, "") and not callable(default):
+        unset = default is None or default is False or (isinstance(default, (str, tuple)) and not default)
+        if not unset and not callable(default):
             shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+            shown = f"{shown:g}" if isinstance(shown, float) else shown
             parts.append(f"default {shown}")
         text = "; ".join(parts)
         return text.replace("%", "%%") if cli else text
 
 
-def add_arguments(parser, options: Iterable[Option]) -> None:
-    """Adds the flags of every command-line option, grouped by `Option.group`."""
-    groups: dict[str, Any] = {}
+def add_arguments(parser, options: Iterable[Option], groups: dict | None = None) -> dict:
+    """Adds the flags of every command-line option, grouped by `Option.group`.
+
+    Returns the argument groups by title (pass a dict in to reuse groups made earlier), so a
+    command can add its own flags to them.
+    """
+    groups = {} if groups is None else groups
     for option in options:
         if not option.cli:
             continue
@@ -179,6 +185,7 @@ def add_arguments(parser, options: Iterable[Option]) -> None:
                 groups[option.group] = parser.add_argument_group(option.group)
             target = groups[option.group]
         option.add_argument(target)
+    return groups
 
 
 def given_values(args: argparse.Namespace, options: Iterable[Option]) -> dict:

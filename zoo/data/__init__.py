@@ -10,12 +10,12 @@ Your own data, as the same batched pipelines (each returns a SplitData with
 
     zoo.data.from_table("data.csv", features=[...], target="label")     # tables.py
     zoo.data.from_image_folder("photos/", image_size=(64, 64))          # image_folder.py
-    zoo.data.from_text_files(["book.txt"], seq_len=100)                 # text.py
+    zoo.data.from_text_files(["book.txt"], seq_len=100)                 # char_text.py
     zoo.data.from_series(values, window=24, horizon=1)                  # timeseries.py
 
 Registered real sets beyond TFDS: ``breast_cancer``, ``wine`` (scikit-learn),
 ``sunspots``, ``co2`` (statsmodels) in bundled.py, ``moby_dick`` (npm) in
-moby_dick.py; ``zoo.data.load_data(name)`` gives all splits with their stats.
+moby_dick.py; ``zoo.data.load_splits(name)`` gives all splits with their stats.
 
 TFDS is the first source: any TFDS dataset prepared in the data dir loads by
 name; the datasets in :func:`list_datasets` get zoo's preprocessing and an
@@ -31,14 +31,14 @@ from zoo.data.loading import (
     default_data_dir,
     list_datasets,
     load,
-    load_data,
+    load_splits,
     prepare,
 )
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
 from zoo.data.splits import SplitData
 from zoo.data.tables import TableData, TableStats, from_table
-from zoo.data.text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
+from zoo.data.char_text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
 from zoo.data.tfds_source import UnknownSplitError
 from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
 
@@ -63,7 +63,7 @@ __all__ = [
     "from_text_files",
     "list_datasets",
     "load",
-    "load_data",
+    "load_splits",
     "naive_forecast_mae",
     "prepare",
     "register_dataset",

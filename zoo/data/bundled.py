@@ -9,11 +9,11 @@
 
 Tables are split with :func:`zoo.data.splits.random_split`, stratified by
 class with seed 0: 20% test, 16% validation, 64% train; features are
-standardized with the train rows' mean and std (``load_data(name).stats``).
+standardized with the train rows' mean and std (``load_splits(name).stats``).
 
 Series are split in time order (70% train, 15% validation, 15% test periods,
 see :func:`zoo.data.from_series`) and normalised with the training period's
-mean and std; ``load_data(name).naive_mae("test")`` is the last-value baseline
+mean and std; ``load_splits(name).naive_mae("test")`` is the last-value baseline
 in original units. ``co2`` has 59 missing weeks: they are filled by linear
 interpolation in time (``pandas.Series.interpolate(method="time")``) before
 windowing. Sunspot windows span 22 years (two solar cycles); co2 windows one year.
@@ -75,7 +75,7 @@ def _register_table(name, loader_name, csv_name, input_shape, num_classes, split
             description=description,
             prepare=_sklearn_file(csv_name),
             prepare_hint="Bundled with scikit-learn: `pip install scikit-learn`.",
-            load_data=lambda data_dir: _sklearn_table(loader_name),
+            read_splits=lambda data_dir: _sklearn_table(loader_name),
         )
     )
 
@@ -152,7 +152,7 @@ def _register_series(name, loader, input_shape, splits, description):
             description=description,
             prepare=_statsmodels_file(name, f"{name}.csv"),
             prepare_hint="Bundled with statsmodels: `pip install statsmodels`.",
-            load_data=lambda data_dir: loader(),
+            read_splits=lambda data_dir: loader(),
         )
     )
 

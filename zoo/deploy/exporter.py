@@ -3,25 +3,31 @@
 Everything a caller can get wrong is checked before any work: format names
 (with suggestions), options a format does not take, the model file, the data
 shapes and the output directory. Then each artifact is converted and verified
-in a crash-isolated worker, so one format failing never stops or loses another.
+in a crash-isolated child process, so one format failing never stops or loses another.
+
+The format options are not listed here: each format module declares its own
+(`zoo.deploy.formats`), and `export`'s signature and docstring are derived from them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import shutil
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
 from zoo.deploy import model_io
-from zoo.deploy.formats import FORMATS, DEFAULT_FORMATS, OptionError, parse_formats, resolve_options
+from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
 from zoo.deploy.formats.base import Job, Target, median
+from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
-from zoo.deploy.worker import EXPORT_FAILED, InProcess, Worker
+from zoo.deploy.results import EXPORT_FAILED, ArtifactResult, KerasReference
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
 
@@ -43,16 +49,6 @@ def export(
     out_dir,
     formats=DEFAULT_FORMATS,
     *,
-    quantization=None,
-    representative_data=None,
-    int8_io=None,
-    calibration_samples=None,
-    sequence_length=None,
-    weight_quantization=None,
-    opset=None,
-    serving_dir=None,
-    version=None,
-    keep=None,
     test_data=None,
     max_eval_samples=None,
     data_description=None,
@@ -61,7 +57,8 @@ def export(
     isolate: bool = True,
     timeout_s: float = 900,
     card: dict | None = None,
-    worker: Worker | None = None,
+    process: ConversionProcess | None = None,
+    **options,
 ) -> ExportReport:
     """Exports `model` to `formats` under `out_dir`, verifies each artifact and writes a report.
 
@@ -69,16 +66,6 @@ def export(
         model: a `keras.Model`, or the path of a `.keras` file.
         out_dir: where the artifacts, `report.json` and `report.md` go.
         formats: names from `zoo.deploy.FORMATS` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
-        quantization: TFLite precisions, any of float32, float16, dynamic_int8, int8 (one file each).
-        representative_data: calibration inputs for full int8: an array, or a tf.data / iterable of
-            batches `x` or `(x, y)`; draw it from the training pipeline.
-        int8_io: full int8 TFLite with int8 input and output tensors.
-        calibration_samples: how many representative inputs full int8 calibrates on (default 200).
-        sequence_length: static time axis for the unrolled RNN route of TFLite and TF.js (default: the data's).
-        weight_quantization: TF.js weight storage, any of float32, float16, uint16, uint8.
-        opset: ONNX opset (default 18).
-        serving_dir: TF Serving base directory for the SavedModel (default `<out_dir>/saved_model`).
-        version, keep: SavedModel version number and how many versions to keep.
         test_data: evaluation data with labels: `(x, y)` arrays or a tf.data of `(x, y)` batches. Parity,
             int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
         max_eval_samples: use at most this many test examples.
@@ -88,19 +75,18 @@ def export(
         isolate: convert in a child process, so a converter crash fails only its own artifact.
         timeout_s: per artifact.
         card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`.
-        worker: a `zoo.deploy.worker.Worker` to reuse across exports (saves its start-up); not closed here.
+        process: a `zoo.deploy.isolation.ConversionProcess` to reuse across exports (saves its start-up);
+            not closed here.
+
+    Format options (declared by the formats; None or absent means the default):
+{options}
 
     Returns:
         An `ExportReport`; `report.ok` is False if any artifact failed. Failures are reported, not raised.
     """
     t_start = time.perf_counter()
-    fmts = tuple(sorted(parse_formats(formats), key=lambda f: list(FORMATS).index(f.name)))
-    options = resolve_options(fmts, {
-        "quantization": quantization, "representative_data": representative_data, "int8_io": int8_io,
-        "calibration_samples": calibration_samples, "sequence_length": sequence_length,
-        "weight_quantization": weight_quantization, "opset": opset, "serving_dir": serving_dir, "version": version,
-        "keep": keep,
-    })
+    fmts = parse_formats(formats)
+    resolved = resolve_options(fmts, options, other_names=_OWN_KEYWORDS)
     source = None
     if not hasattr(model, "predict"):
         source = os.fspath(model)
@@ -110,19 +96,16 @@ def export(
     eval_x, eval_y = _arrays(test_data, max_eval_samples, "test_data", input_name, input_shape)
     real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
     if eval_x is None:
-        eval_x = _random_inputs(input_shape, input_dtype, sequence_length)
+        eval_x = _random_inputs(input_shape, input_dtype, options.get("sequence_length"))
         data_description = "random inputs (no test data given)"
     eval_x = eval_x.astype(input_dtype, copy=False)
-    from zoo.quantization import is_quantized
-
-    # A quantization-aware model carries its int8 ranges; the others calibrate on representative data.
-    wants_int8 = "int8" in (options.get("tflite", {}).get("quantization") or ()) and not is_quantized(model)
+    tflite = resolved.get("tflite", {})
     rep_x = None
-    if wants_int8:
-        if representative_data is None:
+    if "int8" in (tflite.get("quantization") or ()):
+        if tflite.get("representative_data") is None:
             raise OptionError("TFLite quantization 'int8' needs representative_data (from the training pipeline; "
                               "the CLI draws it with --dataset).")
-        rep_x, _ = _arrays(representative_data, options["tflite"]["calibration_samples"], "representative_data",
+        rep_x, _ = _arrays(tflite["representative_data"], tflite["calibration_samples"], "representative_data",
                            input_name, input_shape)
         if rep_x.shape[1:] != eval_x.shape[1:] and model_io.recurrent_layers(model):
             raise DataShapeError(f"representative_data examples have shape {rep_x.shape[1:]}, the test data "
@@ -130,7 +113,7 @@ def export(
 
     out = _writable_dir(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=out))
-    runner = worker or (Worker(log_path=work / "worker.log") if isolate else InProcess())
+    runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
     try:
         data = _save_data(work, eval_x=eval_x, eval_y=eval_y, rep_x=rep_x,
                           warmup_x=eval_x[:WARMUP_RECORDS] if real_x else None)
@@ -139,18 +122,18 @@ def export(
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
         keras_row = _keras_reference(model, refs, eval_x, eval_y, latency_runs if verify else 0)
         model_path = source or _save_model(model, work)
-        results, saved_model_dir = [], None
-        for target in _targets(fmts, options, out, model.name):
+        results: list[ArtifactResult] = []
+        saved_model_dir = None
+        for target in _targets(fmts, resolved, out, model.name):
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
                       verify=verify)
-            result = {"format": target.format, "variant": target.variant, "precision": target.precision,
-                      "options": target.options, **runner.run(job, timeout_s)}
-            if target.format == "saved_model" and result["status"] != EXPORT_FAILED:
-                saved_model_dir = result["path"]
+            result = runner.run(job, timeout_s)
+            if target.format == "saved_model" and result.status != EXPORT_FAILED:
+                saved_model_dir = result.path
             results.append(result)
     finally:
-        if runner is not worker:
+        if runner is not process:
             runner.close()
         shutil.rmtree(work, ignore_errors=True)
 
@@ -160,15 +143,37 @@ def export(
               "eval_samples": int(len(eval_x)),
               "calibration": None if rep_x is None else f"{len(rep_x)} examples of representative_data"},
         keras=keras_row, results=results, out_dir=str(out), card=dict(card or {}),
-        timing={"export_s": sum(r.get("export_s", 0) for r in results),
-                "verify_s": sum(r.get("verify_s", 0) for r in results),
+        timing={"export_s": sum(r.export_s for r in results), "verify_s": sum(r.verify_s for r in results),
                 "wall_s": time.perf_counter() - t_start},
     )
     report.write(out)
     return report
 
 
+def _derive_signature_and_doc(fn) -> None:
+    """`fn`'s `**options` replaced by one keyword per declared format option, in its signature (for
+    `help()`, IDEs and `inspect`) and its docstring."""
+    own = [p for p in inspect.signature(fn).parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+    owners = option_owners()
+    clash = sorted(set(owners) & {p.name for p in own})
+    if clash:
+        raise TypeError(f"Format option(s) {clash} clash with export()'s own keywords; rename them.")
+    keyword = own.index(next(p for p in own if p.kind == inspect.Parameter.KEYWORD_ONLY))
+    declared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None) for name in owners]
+    fn.__signature__ = inspect.signature(fn).replace(parameters=own[:keyword] + declared + own[keyword:])
+    lines = []
+    for name, (option, takers) in owners.items():
+        text = f"{name}: {option.doc()} ({', '.join(takers)})."
+        lines.append(textwrap.fill(text, 100, initial_indent=" " * 8, subsequent_indent=" " * 12))
+    fn.__doc__ = fn.__doc__.replace("{options}", "\n".join(lines))
+
+
+_OWN_KEYWORDS = tuple(p for p in inspect.signature(export).parameters if p != "options")
+_derive_signature_and_doc(export)
+
+
 def _targets(fmts, options, out: Path, model_name: str) -> list[Target]:
+    """One target per format and variant; its options as plain data (the arrays travel as files)."""
     targets = []
     for f in fmts:
         opts = {k: (os.fspath(v) if k == "serving_dir" and v is not None else v)
@@ -176,8 +181,7 @@ def _targets(fmts, options, out: Path, model_name: str) -> list[Target]:
         variants = opts[f.variant_option] if f.variant_option else (None,)
         for variant in variants:
             path = out / f.artifact.format(model=model_name, variant=variant)
-            targets.append(Target(format=f.name, module=f.module, variant=variant,
-                                  precision=f.precision(variant) if variant else "float32",
+            targets.append(Target(format=f.name, module=f.module, variant=variant, precision=f.precision(variant),
                                   path=str(path), options=opts))
     return targets
 
@@ -263,13 +267,13 @@ def _keras_outputs(model, x) -> dict:
     return {name: np.asarray(v, dtype=np.float32) for name, v in zip(model.output_names, tf.nest.flatten(outputs))}
 
 
-def _keras_reference(model, refs, x, y, latency_runs) -> dict:
+def _keras_reference(model, refs, x, y, latency_runs) -> KerasReference:
     import tensorflow as tf
 
     first = next(iter(refs.values()))
-    row = {"accuracy": None, "latency_ms": None}
+    row = KerasReference()
     if y is not None and first.shape[-1] > 1:
-        row["accuracy"] = float(np.mean(np.argmax(first, -1) == y))
+        row.accuracy = float(np.mean(np.argmax(first, -1) == y))
     if latency_runs:
         fn = tf.function(lambda t: model(t, training=False))
         x1 = tf.constant(x[:1])
@@ -279,7 +283,7 @@ def _keras_reference(model, refs, x, y, latency_runs) -> dict:
             tf.nest.map_structure(lambda t: t.numpy(), fn(x1))
             if i >= 5:
                 times.append((time.perf_counter() - t0) * 1e3)
-        row["latency_ms"] = median(times)
+        row.latency_ms = median(times)
     return row
 
 

@@ -7,24 +7,26 @@ tests run the same function over the registry.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from pathlib import Path
 
 from zoo.deploy.formats import DEFAULT_FORMATS, FORMATS
-from zoo.deploy.worker import PASSED, Worker
+from zoo.deploy.isolation import ConversionProcess
+from zoo.deploy.results import EXPORT_FAILED, PASSED
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
 SHORT = {"saved_model": "sm", "tflite": "tflite", "tfjs": "tfjs", "onnx": "onnx"}
 
 
-def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=print, worker=None) -> dict:
+def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=print, process=None) -> dict:
     """{architecture: {format: {status, error?, route?, attempts?}}}, each exported at a small size.
 
     Untrained weights and random inputs: this checks that every format converts and runs each
-    architecture with Keras's outputs (float32 parity), not accuracy. One worker serves them all
-    (`worker`, or one started and closed here).
+    architecture with Keras's outputs (float32 parity), not accuracy. One conversion process serves
+    them all (`process`, or one started and closed here).
     """
     import keras
 
@@ -34,8 +36,8 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
 
     out_dir = ensure_dir(out_dir)
     names = zoo.list_models() if names is None else names
-    own_worker = worker is None
-    worker = worker or Worker(log_path=out_dir / "worker.log")
+    own_process = process is None
+    process = process or ConversionProcess(log_path=out_dir / "conversion.log")
     results = {}
     try:
         for name in names:
@@ -43,12 +45,13 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
             spec = registry.get_spec(name)
             try:
                 model = zoo.build(name, input_shape=spec.small_input_shape)
-                report = export(model, out_dir / name, formats, latency_runs=0, worker=worker)
+                report = export(model, out_dir / name, formats, latency_runs=0, process=process)
             except Exception as e:  # a model that cannot even be prepared fails every format alike
-                results[name] = {f: {"status": "export_failed", "error": f"{type(e).__name__}: {e}"} for f in formats}
+                results[name] = {f: {"status": EXPORT_FAILED, "error": f"{type(e).__name__}: {e}"} for f in formats}
                 continue
             row = {
-                r["format"]: {k: r[k] for k in ("status", "error", "route", "attempts", "notes") if r.get(k)}
+                r.format: {k: v for k, v in dataclasses.asdict(r).items()
+                           if k in ("status", "error", "route", "attempts", "notes") and v}
                 for r in report.results
             }
             # Machine-independent record: paths relative to the (temporary) output directory.
@@ -56,8 +59,8 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
             if progress:
                 progress(f"{name}: " + ", ".join(f"{f} {v['status']}" for f, v in results[name].items()))
     finally:
-        if own_worker:
-            worker.close()
+        if own_process:
+            process.close()
     return results
 
 

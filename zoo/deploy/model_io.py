@@ -1,4 +1,7 @@
-"""Model facts the exporters share: loading with clear errors, inputs, recurrent layers, unrolled copies."""
+"""Model facts the exporters share: loading with clear errors, inputs, recurrent layers, unrolled copies.
+
+Imports Keras only inside the functions, so the format modules that use it stay light to import.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import copy
 import functools
 import os
 import zipfile
-
-import keras
 
 from zoo.errors import ZooError
 
@@ -18,8 +19,10 @@ class ModelFileError(ZooError, ValueError):
     """A model path that is missing or is not a loadable .keras file."""
 
 
-def load_model_file(path) -> keras.Model:
+def load_model_file(path) -> "keras.Model":  # noqa: F821
     """Loads a `.keras` file; a missing or corrupt file is a `ModelFileError` naming the path and the cause."""
+    import keras
+
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ModelFileError(f"Model file {path!r} does not exist.")
@@ -27,6 +30,8 @@ def load_model_file(path) -> keras.Model:
         raise ModelFileError(f"Model path {path!r} is not a file (expected a .keras file).")
     if not zipfile.is_zipfile(path):
         raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
+    import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+
     try:
         return keras.saving.load_model(path, safe_mode=True)
     except Exception as e:  # Keras raises ValueError, KeyError, OSError, ... for damaged archives
@@ -34,11 +39,11 @@ def load_model_file(path) -> keras.Model:
 
 
 @functools.lru_cache(maxsize=2)
-def cached_model(path: str) -> keras.Model:
+def cached_model(path: str) -> "keras.Model":  # noqa: F821
     return load_model_file(path)
 
 
-def single_input(model: keras.Model):
+def single_input(model):
     """(name, per-example shape, dtype) of the model's one input."""
     if len(model.inputs) != 1:
         raise ZooError(f"Export supports single-input models; {model.name} has {len(model.inputs)} inputs.")
@@ -46,8 +51,10 @@ def single_input(model: keras.Model):
     return t._keras_history.operation.name, tuple(t.shape[1:]), str(t.dtype)
 
 
-def recurrent_layers(model: keras.Model) -> list[str]:
+def recurrent_layers(model) -> list[str]:
     """Class names of the recurrent layers anywhere in the model (inside Bidirectional and nested models too)."""
+    import keras
+
     found = []
 
     def walk(layer):
@@ -63,7 +70,7 @@ def recurrent_layers(model: keras.Model) -> list[str]:
     return found
 
 
-def unrolled_copy(model: keras.Model, example_shape: tuple) -> keras.Model:
+def unrolled_copy(model, example_shape: tuple):
     """The same model with every RNN layer `unroll=True` and a static input shape, weights copied.
 
     Unrolled RNNs are plain feed-forward graphs (no while loop, no TensorList),

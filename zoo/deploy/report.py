@@ -8,7 +8,8 @@ import importlib.metadata
 import json
 from pathlib import Path
 
-from zoo.deploy.worker import EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED
+from zoo.deploy.results import EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult, KerasReference
+from zoo.deploy.verify import CRITERIA
 from zoo.fileio import atomic_write_text
 
 STATUS_TEXT = {
@@ -43,8 +44,8 @@ class ExportReport:
 
     model: dict  # name, architecture, family, paper, params, input, outputs
     data: dict  # evaluation and calibration data
-    keras: dict  # the reference: accuracy and batch-1 latency of the Keras model
-    results: list  # one dict per artifact: format, variant, status, path, numbers, error
+    keras: KerasReference  # accuracy and batch-1 latency of the Keras model
+    results: list[ArtifactResult]
     out_dir: str
     timing: dict = dataclasses.field(default_factory=dict)
     card: dict = dataclasses.field(default_factory=dict)  # recipe and other provenance given by the caller
@@ -53,19 +54,26 @@ class ExportReport:
 
     @property
     def ok(self) -> bool:
-        return all(r["status"] in (PASSED, EXPORTED) for r in self.results)
+        return all(r.ok for r in self.results)
 
     @property
-    def failed(self) -> list:
-        return [r for r in self.results if r["status"] not in (PASSED, EXPORTED)]
+    def failed(self) -> list[ArtifactResult]:
+        return [r for r in self.results if not r.ok]
+
+    def result(self, format: str, variant: str | None = None) -> ArtifactResult:
+        """The result of one artifact, e.g. `report.result("tflite", "int8")`."""
+        for r in self.results:
+            if r.format == format and (variant is None or r.variant == variant):
+                return r
+        have = ", ".join(r.label for r in self.results)
+        raise KeyError(f"No result for {format}[{variant}] in this report; it has {have}.")
 
     def status_by_format(self) -> dict:
         """format -> the worst status over its variants (for the zoo's export matrix)."""
-        order = [PASSED, EXPORTED, FAILED_VERIFICATION, EXPORT_FAILED]
         worst = {}
         for r in self.results:
-            if r["format"] not in worst or order.index(r["status"]) > order.index(worst[r["format"]]):
-                worst[r["format"]] = r["status"]
+            if r.format not in worst or STATUSES.index(r.status) > STATUSES.index(worst[r.format]):
+                worst[r.format] = r.status
         return worst
 
     def to_dict(self) -> dict:
@@ -75,14 +83,16 @@ class ExportReport:
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def rows(self) -> list[tuple]:
-        header = ("format", "precision", "status", "size", "max abs diff", "argmax agree", "accuracy", "latency ms", "export s")
-        keras_acc = self.keras.get("accuracy")
-        rows = [header, ("keras", "float32", "reference", "", "", "", _pct(keras_acc), _num(self.keras.get("latency_ms")), "")]
+        header = ("format", "precision", "options", "status", "size", "max abs diff", "argmax agree", "accuracy",
+                  "latency ms", "export s")
+        rows = [header, ("keras", "float32", "", "reference", "", "", "", _pct(self.keras.accuracy),
+                         _num(self.keras.latency_ms), "")]
         for r in self.results:
+            v = r.verification
             rows.append((
-                r["format"], r.get("variant") or "float32", STATUS_TEXT[r["status"]],
-                _size(r.get("size_bytes")), _num(r.get("max_abs_diff"), ".2g"), _pct(r.get("argmax_agreement")),
-                _pct(r.get("accuracy")), _num(r.get("latency_ms")), _num(r.get("export_s"), ".1f"),
+                r.format, r.variant or "float32", options_text(r), STATUS_TEXT[r.status], _size(r.size_bytes),
+                _num(v and v.max_abs_diff, ".2g"), _pct(v and v.argmax_agreement), _pct(v and v.accuracy),
+                _num(v and v.latency_ms), _num(r.export_s, ".1f"),
             ))
         return rows
 
@@ -92,11 +102,10 @@ class ExportReport:
         widths = [max(len(str(row[c])) for row in rows) for c in range(len(rows[0]))]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
         for r in self.results:
-            label = f"{r['format']}[{r.get('variant') or 'float32'}]"
-            if r.get("error"):
-                lines.append(f"{label}: {r['error']}")
-            for a in r.get("attempts") or []:
-                lines.append(f"{label}: tried route {a['route']} first: {a['error']}")
+            if r.error:
+                lines.append(f"{r.label}: {r.error}")
+            for a in r.attempts:
+                lines.append(f"{r.label}: tried route {a.route} first: {a.error}")
         total = self.timing.get("export_s")
         if total is not None:
             lines.append(
@@ -126,30 +135,30 @@ class ExportReport:
             if key != "recipe":
                 lines.append(f"- **{key}**: {value}")
         lines += ["", "## Metrics", ""]
-        if self.keras.get("accuracy") is not None:
-            lines.append(f"- Keras accuracy on {d.get('eval')}: {self.keras['accuracy']:.2%}")
-        lines.append(f"- Keras batch-1 latency: {_num(self.keras.get('latency_ms'))} ms (median)")
+        if self.keras.accuracy is not None:
+            lines.append(f"- Keras accuracy on {d.get('eval')}: {self.keras.accuracy:.2%}")
+        lines.append(f"- Keras batch-1 latency: {_num(self.keras.latency_ms)} ms (median)")
         lines += ["", "## Per-format results", ""]
         rows = self.rows()
         lines.append("| " + " | ".join(rows[0]) + " | route | path |")
         lines.append("|" + "---|" * (len(rows[0]) + 2))
         lines.append("| " + " | ".join(map(str, rows[1])) + " | | |")
         for row, r in zip(rows[2:], self.results):
-            path = Path(r["path"]).relative_to(self.out_dir) if r.get("path") else ""
-            lines.append("| " + " | ".join(map(str, row)) + f" | {r.get('route') or ''} | `{path}` |")
-        problems = [(r, r["error"]) for r in self.results if r.get("error")]
-        notes = [(r, n) for r in self.results for n in (r.get("notes") or [])]
-        attempts = [(r, a) for r in self.results for a in (r.get("attempts") or [])]
+            path = Path(r.path).relative_to(self.out_dir) if r.path else ""
+            lines.append("| " + " | ".join(map(str, row)) + f" | {r.route or ''} | `{path}` |")
+        problems = [r for r in self.results if r.error]
+        attempts = [(r, a) for r in self.results for a in r.attempts]
+        notes = [(r, n) for r in self.results for n in r.notes]
         if problems or attempts or notes:
             lines += ["", "## Notes", ""]
-            for r, text in problems:
-                lines.append(f"- **{_label(r)}** {STATUS_TEXT[r['status']]}: {text}")
+            for r in problems:
+                lines.append(f"- **{r.label}** {STATUS_TEXT[r.status]}: {r.error}")
             for r, a in attempts:
-                lines.append(f"- {_label(r)}: route `{a['route']}` failed first: {a['error']}")
+                lines.append(f"- {r.label}: route `{a.route}` failed first: {a.error}")
             for r, text in notes:
-                lines.append(f"- {_label(r)}: {text}")
-        lines += ["", "Criteria: float32 max abs diff <= 1e-4; float16 <= 1e-2; int8 argmax agreement >= 99%. "
-                  "Latency: median of batch-1 runs after warm-up.", "",
+                lines.append(f"- {r.label}: {text}")
+        criteria = "; ".join(f"{precision} {c.text}" for precision, c in CRITERIA.items())
+        lines += ["", f"Criteria: {criteria}. Latency: median of batch-1 runs after warm-up.", "",
                   f"Created {self.created} with " + ", ".join(f"{k} {v}" for k, v in self.versions.items() if v) + "."]
         return "\n".join(lines) + "\n"
 
@@ -159,8 +168,22 @@ class ExportReport:
         return atomic_write_text(out / JSON_NAME, self.to_json()), atomic_write_text(out / MARKDOWN_NAME, self.to_markdown())
 
 
-def _label(r) -> str:
-    return f"{r['format']}[{r.get('variant') or 'float32'}]"
+def options_text(result: ArtifactResult) -> str:
+    """The report's options column: the options of the artifact's format set to other than their declared
+    default (the variant option is its own column), e.g. `opset=17`."""
+    from zoo.deploy.formats import FORMATS
+
+    fmt = FORMATS.get(result.format)
+    if fmt is None:
+        return ""
+    parts = []
+    for option in fmt.options:
+        if option.name == fmt.variant_option or option.name not in result.options:
+            continue
+        value = result.options[option.name]
+        if value is not None and value != option.default:
+            parts.append(f"{option.name}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
+    return " ".join(parts)
 
 
 def _pct(v) -> str:

@@ -1,8 +1,10 @@
-"""Verification of an artifact in its runtime against the Keras model it came from.
+"""The one verification of an artifact against the Keras model it came from.
 
-Checks output names and shapes, then the tolerance of its precision class;
-measures the task metric (accuracy) on the evaluation set and the batch-1
-latency.
+`compare` checks outputs against Keras's: output names and shapes, then the tolerance of the
+artifact's precision class, plus argmax agreement and accuracy where there is a class axis.
+`verify` runs an artifact's runner on the evaluation set, compares, and times batch-1 latency.
+Export (`zoo.deploy.export`, `zoo export`) and the inference benchmark both use them, and both
+return typed results.
 """
 
 from __future__ import annotations
@@ -32,56 +34,88 @@ CRITERIA = {
 INT8_SCALAR_RELATIVE_DIFF = 0.05
 
 
+@dataclasses.dataclass
+class Comparison:
+    """Outputs of an artifact against Keras's; `problems` says why they do not agree (empty: they do)."""
+
+    output_shapes: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    max_abs_diff: float | None = None
+    argmax_agreement: float | None = None  # of the first output, where it has a class axis
+    accuracy: float | None = None  # of the first output, where labels were given
+    criterion: str | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+@dataclasses.dataclass
+class Verification(Comparison):
+    """A `Comparison` run in the artifact's runtime, with the batch-1 latency there."""
+
+    runtime: str = ""
+    eval_samples: int = 0
+    latency_ms: float | None = None  # median of `latency_runs` batch-1 runs after warm-up
+    latency_runs: int | None = None
+
+
 def accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
-    return float(np.mean(np.argmax(outputs, axis=-1) == labels))
+    return float(np.mean(np.argmax(outputs, axis=-1) == np.asarray(labels)))
 
 
-def verify(runner: Runner, job: Job) -> dict:
-    """Numbers and a verdict for one artifact; `problems` says why it did not pass."""
-    x = job.array("eval_x")
-    refs = {name: job.array(f"ref_{i}") for i, name in enumerate(job.output_names)}
-    outputs = runner.predict(np.asarray(x))
-    problems = []
-    if sorted(outputs) != sorted(refs):
-        problems.append(f"output names {sorted(outputs)} != Keras {sorted(refs)}")
-    shapes = {name: list(v.shape) for name, v in outputs.items()}
-    for name, ref in refs.items():
-        if name in outputs and outputs[name].shape != ref.shape:
-            problems.append(f"output {name!r} shape {list(outputs[name].shape)} != Keras {list(ref.shape)}")
-    result = {"eval_samples": int(len(x)), "output_shapes": shapes, "runtime": runner.runtime}
+def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], precision: str,
+            labels: np.ndarray | None = None) -> Comparison:
+    """`outputs` (name -> array) against Keras's `references` under the criterion of `precision`."""
+    result = Comparison(output_shapes={name: list(np.shape(v)) for name, v in outputs.items()})
+    problems = result.problems
+    if sorted(outputs) != sorted(references):
+        problems.append(f"output names {sorted(outputs)} != Keras {sorted(references)}")
+    for name, ref in references.items():
+        if name in outputs and np.shape(outputs[name]) != ref.shape:
+            problems.append(f"output {name!r} shape {list(np.shape(outputs[name]))} != Keras {list(ref.shape)}")
     if problems:
-        return {**result, "passed": False, "problems": problems}
+        return result
 
-    first = job.output_names[0]
-    diffs = [float(np.max(np.abs(outputs[n].astype(np.float64) - refs[n]))) if refs[n].size else 0.0 for n in refs]
-    result["max_abs_diff"] = max(diffs)
-    has_classes = refs[first].shape[-1] > 1
+    first = next(iter(references))
+    diffs = [float(np.max(np.abs(np.asarray(outputs[n], np.float64) - ref))) if ref.size else 0.0
+             for n, ref in references.items()]
+    result.max_abs_diff = max(diffs)
+    has_classes = references[first].shape[-1] > 1
     if has_classes:
-        result["argmax_agreement"] = float(np.mean(np.argmax(outputs[first], -1) == np.argmax(refs[first], -1)))
-    labels = job.array("eval_y")
-    if labels is not None and has_classes:
-        result["accuracy"] = accuracy(outputs[first], np.asarray(labels))
+        result.argmax_agreement = float(np.mean(np.argmax(outputs[first], -1) == np.argmax(references[first], -1)))
+        if labels is not None:
+            result.accuracy = accuracy(outputs[first], labels)
 
-    criterion = CRITERIA[job.target.precision]
-    result["criterion"] = criterion.text
-    if not np.isfinite(result["max_abs_diff"]):
+    criterion = CRITERIA[precision]
+    result.criterion = criterion.text
+    if not np.isfinite(result.max_abs_diff):
         problems.append("outputs are not finite")
-    elif criterion.max_abs_diff is not None and result["max_abs_diff"] > criterion.max_abs_diff:
-        problems.append(f"max abs diff {result['max_abs_diff']:.3g} > {criterion.max_abs_diff:g}")
+    elif criterion.max_abs_diff is not None and result.max_abs_diff > criterion.max_abs_diff:
+        problems.append(f"max abs diff {result.max_abs_diff:.3g} > {criterion.max_abs_diff:g}")
     if criterion.min_argmax_agreement is not None:
         if has_classes:
-            if result["argmax_agreement"] < criterion.min_argmax_agreement:
-                problems.append(
-                    f"argmax agreement {result['argmax_agreement']:.2%} < {criterion.min_argmax_agreement:.0%}"
-                )
+            if result.argmax_agreement < criterion.min_argmax_agreement:
+                problems.append(f"argmax agreement {result.argmax_agreement:.2%} < "
+                                f"{criterion.min_argmax_agreement:.0%}")
         else:
-            span = float(np.ptp(refs[first])) or 1.0
-            result["criterion"] = f"max abs diff <= {INT8_SCALAR_RELATIVE_DIFF:.0%} of the output range"
-            if result["max_abs_diff"] > INT8_SCALAR_RELATIVE_DIFF * span:
-                problems.append(f"max abs diff {result['max_abs_diff']:.3g} > {INT8_SCALAR_RELATIVE_DIFF:.0%} of {span:.3g}")
+            span = float(np.ptp(references[first])) or 1.0
+            result.criterion = f"max abs diff <= {INT8_SCALAR_RELATIVE_DIFF:.0%} of the output range"
+            if result.max_abs_diff > INT8_SCALAR_RELATIVE_DIFF * span:
+                problems.append(f"max abs diff {result.max_abs_diff:.3g} > {INT8_SCALAR_RELATIVE_DIFF:.0%} "
+                                f"of {span:.3g}")
+    return result
 
-    if job.latency_runs:
-        times = runner.latencies_ms(np.asarray(x[:1]), job.latency_runs, job.warmup_runs)
-        result["latency_ms"] = median(times)
-        result["latency_runs"] = len(times)
-    return {**result, "passed": not problems, "problems": problems}
+
+def verify(runner: Runner, job: Job) -> Verification:
+    """The artifact's runner on the job's evaluation set against the Keras outputs, and its latency."""
+    x = np.asarray(job.array("eval_x"))
+    references = {name: np.asarray(job.array(f"ref_{i}")) for i, name in enumerate(job.output_names)}
+    labels = job.array("eval_y")
+    comparison = compare(runner.predict(x), references, job.target.precision, labels)
+    result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=int(len(x)))
+    if comparison.max_abs_diff is not None and job.latency_runs:  # names and shapes agree: it runs
+        times = runner.latencies_ms(x[:1], job.latency_runs, job.warmup_runs)
+        result.latency_ms, result.latency_runs = median(times), len(times)
+    result.runtime = runner.runtime  # some runners say more once they have run (TF.js: the backend)
+    return result

@@ -1,14 +1,31 @@
-"""Training: the `ZooModel` base, recipes, callbacks and the `fit` run."""
+"""Training: recipes and knobs (`config`), train_step features, callbacks and the `fit` run.
 
-from zoo.training.config import TrainConfig, list_recipes, load_recipe
-from zoo.training.model import ZooModel
+The names below are imported on first use (PEP 562), so reading the knob declarations
+(`zoo train --help`) does not load TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "TrainConfig": "zoo.training.config",
+    "list_recipes": "zoo.training.config",
+    "load_recipe": "zoo.training.config",
+    "ZooModel": "zoo.core.model",
+    "train": "zoo.training.run",
+}
+
+__all__ = sorted(_LAZY)
 
 
-def train(config):
-    """Runs one training run (see `zoo.training.run.train`)."""
-    from zoo.training.run import train as _train
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'zoo.training' has no attribute {name!r}")
 
-    return _train(config)
 
-
-__all__ = ["TrainConfig", "ZooModel", "list_recipes", "load_recipe", "train"]
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -48,7 +48,7 @@ def _arrays(ds):
 def _split_data(config):
     import zoo.data
 
-    return zoo.data.load_data(config.dataset, batch_size=256, data_dir=config.data_dir, shuffle=False)
+    return zoo.data.load_splits(config.dataset, batch_size=256, data_dir=config.data_dir, shuffle=False)
 
 
 @register_baseline("gradient_boosting")

@@ -1,147 +1,46 @@
-"""The table of export formats. It alone drives export, option validation, the report and the docs.
+"""The export formats: one module each, and the table derived from their declarations.
 
-Adding a format is one row in `FORMATS` plus one module in this package with
-the interface of `zoo.deploy.formats.base` (`convert(job)` and `load(path, job)`).
+Adding a format is one module `zoo/deploy/formats/<name>.py` (a `FORMAT = Format(...)` declaration
+beside `convert(job)` and `open_runner(path, ...)`; see `base`) plus its name in `MODULES`. Adding an
+export option is one `Option(...)` in its format's `FORMAT`. From those declarations come
+`zoo.deploy.export`'s keyword checking, signature and docstring, `zoo export`'s flags, the report's
+options column and the README's formats table (`scripts/update_readme.py`), as Ultralytics derives
+its exporter, arguments and docs from one table of formats.
+
+Importing this package imports the format modules, which import nothing heavy (converters and
+runtimes are imported inside their functions), so `zoo export --help` never loads TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable
 
-from zoo.errors import UnknownNameError, ZooError
+from zoo.core.options import Option, OptionError
+from zoo.deploy.formats.base import Format
+from zoo.errors import UnknownNameError
 
+__all__ = ["DEFAULT_FORMATS", "FORMATS", "MODULES", "Format", "OptionError", "cli_options", "get_format",
+           "markdown_table", "option_owners", "parse_formats", "resolve_options"]
 
-class OptionError(ZooError, ValueError):
-    """An export option that the requested formats do not take, or a bad value for one."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Option:
-    """A format option: its allowed values (or a check) and its default."""
-
-    name: str
-    help: str
-    default: Any = None
-    choices: tuple | None = None
-    multiple: bool = False  # takes a list of choices, one artifact each
-    check: Callable[[Any], bool] | None = None
-    expects: str = ""  # for the error message when `check` fails
-
-    def normalize(self, value, fmt: str):
-        values = _as_tuple(value) if self.multiple else (value,)
-        if self.multiple and not values:
-            raise OptionError(f"{fmt} option {self.name!r} needs at least one value. Allowed: {', '.join(self.choices)}.")
-        for v in values:
-            if self.choices is not None and v not in self.choices:
-                raise UnknownNameError(f"{fmt} {self.name}", str(v), self.choices)
-            if self.check is not None and not self.check(v):
-                raise OptionError(f"{fmt} option {self.name} expects {self.expects}. Received: {self.name}={v!r}")
-        return tuple(dict.fromkeys(values)) if self.multiple else value
+MODULES = ("saved_model", "tflite", "tfjs", "onnx")
 
 
-@dataclasses.dataclass(frozen=True)
-class Format:
-    """One export format: where its code lives, what it writes and how it is verified."""
-
-    name: str
-    module: str
-    suffix: str  # "" for a directory artifact
-    artifact: str  # path under the output directory; {model} and {variant} are filled in
-    runtime: str  # what verification runs the artifact in
-    options: tuple[Option, ...]
-    variant_option: str | None = None  # the option whose values are separate artifacts
-    precision: Callable[[Any], str] = lambda variant: "float32"  # variant -> tolerance class
-    description: str = ""
-
-    def impl(self):
-        """The format's module: `convert(job)` and `load(path, job)`."""
-        return importlib.import_module(self.module)
-
-    def option(self, name: str) -> Option | None:
-        return next((o for o in self.options if o.name == name), None)
+def _declarations() -> dict[str, Format]:
+    formats = {}
+    for name in MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        fmt = getattr(module, "FORMAT", None)
+        if not isinstance(fmt, Format) or fmt.name != name:
+            raise TypeError(f"{module.__name__} must declare FORMAT = Format(name={name!r}, ...).")
+        for function in ("convert", "open_runner"):
+            if not callable(getattr(module, function, None)):
+                raise TypeError(f"{module.__name__} must define {function}(); see zoo.deploy.formats.base.")
+        formats[name] = dataclasses.replace(fmt, module=module.__name__)
+    return formats
 
 
-# The check of every option that takes a count or a number >= 1.
-POSITIVE_INT = {"check": lambda v: isinstance(v, int) and v >= 1,
-                "expects": "a positive integer"}
-TFLITE_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
-TFJS_WEIGHTS = ("float32", "float16", "uint16", "uint8")
-ONNX_OPSETS = range(13, 19)  # tf2onnx 1.17 emits up to 18; onnxruntime 1.31 runs all of them
-DEFAULT_ONNX_OPSET = 18
-SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
-                         **POSITIVE_INT)
-
-FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in (
-        Format(
-            name="saved_model",
-            module="zoo.deploy.formats.saved_model",
-            artifact="saved_model",
-            suffix="",
-            runtime="TensorFlow (tf.saved_model.load, serving_default)",
-            description="TF Serving layout <serving_dir>/<name>/<version>, named `serving_default` signature",
-            options=(
-                Option("serving_dir", "TF Serving base directory (default <out>/saved_model)",
-                       check=lambda v: isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"), expects="a path"),
-                Option("version", "explicit version number (default: next free)", **POSITIVE_INT),
-                Option("keep", "keep only the newest N versions", **POSITIVE_INT),
-            ),
-        ),
-        Format(
-            name="tflite",
-            module="zoo.deploy.formats.tflite",
-            artifact="{model}_{variant}.tflite",
-            suffix=".tflite",
-            runtime="ai_edge_litert Interpreter (XNNPACK)",
-            description="LiteRT flatbuffer, builtin ops only; RNNs via a fixed-batch signature or an unrolled rebuild",
-            variant_option="quantization",
-            precision=lambda v: {"float32": "float32", "float16": "float16"}.get(v, "int8"),
-            options=(
-                Option("quantization", "precisions, one .tflite each", default=("float32",), choices=TFLITE_PRECISIONS,
-                       multiple=True),
-                Option("int8_io", "full int8: int8 input and output tensors too", default=False,
-                       check=lambda v: isinstance(v, bool), expects="true or false"),
-                Option("representative_data", "calibration inputs for full int8 (array or tf.data of x or (x, y))"),
-                Option("calibration_samples", "how many representative inputs to calibrate on", default=200,
-                       **POSITIVE_INT),
-                SEQUENCE_LENGTH,
-            ),
-        ),
-        Format(
-            name="tfjs",
-            module="zoo.deploy.formats.tfjs",
-            artifact="tfjs_{variant}",
-            suffix="",
-            runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback; files from disk)",
-            description="TF.js graph model converted from the SavedModel; RNNs via control flow v2 or an unrolled "
-                        "rebuild",
-            variant_option="weight_quantization",
-            precision=lambda v: {"float32": "float32", "float16": "float16", "uint16": "float16"}.get(v, "int8"),
-            options=(
-                Option("weight_quantization", "weight storage: float32 (none), float16, uint16 or uint8",
-                       default=("float32",), choices=TFJS_WEIGHTS, multiple=True),
-                SEQUENCE_LENGTH,
-            ),
-        ),
-        Format(
-            name="onnx",
-            module="zoo.deploy.formats.onnx",
-            artifact="{model}.onnx",
-            suffix=".onnx",
-            runtime="onnxruntime (CPUExecutionProvider)",
-            description="ONNX via tf2onnx with a dynamic batch axis",
-            options=(
-                Option("opset", f"ONNX opset, {ONNX_OPSETS.start}-{ONNX_OPSETS.stop - 1}", default=DEFAULT_ONNX_OPSET,
-                       check=lambda v: isinstance(v, int) and v in ONNX_OPSETS,
-                       expects=f"an integer from {ONNX_OPSETS.start} to {ONNX_OPSETS.stop - 1}"),
-            ),
-        ),
-    )
-}
-
+FORMATS: dict[str, Format] = _declarations()
 DEFAULT_FORMATS = tuple(FORMATS)
 
 
@@ -153,50 +52,77 @@ def get_format(name: str) -> Format:
 
 
 def parse_formats(formats) -> tuple[Format, ...]:
-    """Formats from names or a comma-separated string, unknown names with suggestions."""
+    """Formats from names or a comma-separated string, in `MODULES` order; unknown names with suggestions."""
     names = [n.strip() for n in (formats.split(",") if isinstance(formats, str) else formats) if n and n.strip()]
     if not names:
         raise OptionError(f"No export format given. Available: {', '.join(FORMATS)}.")
-    return tuple(get_format(n) for n in dict.fromkeys(names))
+    chosen = {get_format(n).name for n in names}
+    return tuple(f for f in FORMATS.values() if f.name in chosen)
 
 
-def resolve_options(formats: tuple[Format, ...], options: dict) -> dict[str, dict]:
-    """Per-format options: `options` (name -> value; None means unset) spread over the formats taking them.
+def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
+    """Every export option once: name -> (its declaration, the formats that take it).
 
-    A name that no requested format takes is rejected, saying which formats do take it.
+    An option two formats share must be one declaration (e.g. `base.SEQUENCE_LENGTH`): it is one
+    keyword of `export()` and one flag of `zoo export`.
+    """
+    owners: dict[str, tuple[Option, tuple[str, ...]]] = {}
+    for f in FORMATS.values():
+        for option in f.options:
+            if option.name in owners:
+                first, takers = owners[option.name]
+                if first != option:
+                    raise TypeError(f"Export option {option.name!r} is declared differently by {takers[0]} and "
+                                    f"{f.name}; declare it once (zoo/deploy/formats/base.py) and share it.")
+                owners[option.name] = (first, (*takers, f.name))
+            else:
+                owners[option.name] = (option, (f.name,))
+    return owners
+
+
+def cli_options() -> list[Option]:
+    """The command-line options of every format, each grouped under the formats that take it."""
+    return [dataclasses.replace(option, group=f"{' and '.join(takers)} options")
+            for option, takers in option_owners().values()]
+
+
+def resolve_options(formats: tuple[Format, ...], options: dict, other_names=()) -> dict[str, dict]:
+    """Per-format options: `options` (name -> value; None means unset) checked and spread over the formats
+    taking them, defaults filled in.
+
+    A name that no requested format takes is rejected, saying which formats do take it; an unknown
+    name gets the nearest known ones (among the options and `other_names`, the caller's own keywords)
+    and the formats that take those.
     """
     options = {k: v for k, v in options.items() if v is not None}
+    owners = option_owners()
     for name in options:
         if not any(f.option(name) for f in formats):
-            takers = [f.name for f in FORMATS.values() if f.option(name)]
             requested = ", ".join(f.name for f in formats)
+            if name in owners:
+                takers = ", ".join(owners[name][1])
+                raise OptionError(f"Option {name!r} is not taken by the requested format(s) ({requested}); "
+                                  f"only {takers} take(s) it.")
+            error = UnknownNameError("export option", name, [*owners, *other_names])
+            takers = [f"{s}: {', '.join(owners[s][1])}" for s in error.suggestions if s in owners]
             if takers:
-                raise OptionError(
-                    f"Option {name!r} is not taken by the requested format(s) ({requested}); "
-                    f"only {', '.join(takers)} take(s) it."
-                )
-            known = sorted({o.name for f in FORMATS.values() for o in f.options})
-            raise UnknownNameError("export option", name, known)
-    resolved = {}
-    for f in formats:
-        resolved[f.name] = {
-            o.name: o.normalize(options[o.name], f.name) if o.name in options else o.default for o in f.options
-        }
-    return resolved
-
-
-def _as_tuple(value) -> tuple:
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    return tuple(value)
+                error.args = (f"{error.args[0]} Formats taking them: {'; '.join(takers)}.",)
+            raise error
+    return {
+        f.name: {o.name: o.normalize(options[o.name], f.name) if o.name in options else o.default for o in f.options}
+        for f in formats
+    }
 
 
 def markdown_table() -> str:
-    """The formats table for the docs (README's export section is generated from this)."""
+    """The docs: a table of formats and a table of their options (README's export section is generated
+    from this by `scripts/update_readme.py`)."""
     rows = ["| format | artifact | options | verified in |", "|---|---|---|---|"]
     for f in FORMATS.values():
-        opts = "; ".join(
-            f"`{o.name}`" + (f" ({', '.join(map(str, o.choices))})" if o.choices else "") for o in f.options
-        )
-        rows.append(f"| `{f.name}` | `{f.artifact}`: {f.description} | {opts} | {f.runtime} |")
+        options = ", ".join(f"`{o.name}`" for o in f.options) or "none"
+        rows.append(f"| `{f.name}` | `{f.artifact}`: {f.description} | {options} | {f.runtime} |")
+    rows += ["", "| option | flag | formats | meaning |", "|---|---|---|---|"]
+    for option, takers in option_owners().values():
+        flag = f"`{option.cli_flag}`" if option.cli else "Python only"
+        rows.append(f"| `{option.name}` | {flag} | {', '.join(takers)} | {option.doc()} |")
     return "\n".join(rows)

@@ -1,12 +1,19 @@
 """The interface every format module implements, and what it is handed.
 
-A format module defines two functions:
+A format module `zoo/deploy/formats/<name>.py` declares itself and defines two functions:
 
-    convert(job: Job) -> Converted       # writes job.target.path (atomically) and says how
-    load(path: Path, job: Job) -> Runner # the artifact in its real runtime
+    FORMAT = Format(name=..., options=(Option(...), ...), artifact=..., runtime=..., description=...)
 
-Both run inside the crash-isolated worker (`zoo.deploy.worker`), so a
-converter or runtime that segfaults only fails its own target.
+    convert(job: Job) -> Converted
+        writes job.target.path (atomically) and says how
+    open_runner(path, *, threads=DEFAULT_THREADS, example=None) -> Runner
+        the artifact opened in its real runtime; `example` is one input batch a runtime may
+        prepare on (LiteRT's XNNPACK), `threads` its intra-op threads
+
+Export runs both inside the crash-isolated process (`zoo.deploy.isolation`), so a converter
+or runtime that segfaults only fails its own target; the benchmarks call `open_runner` directly.
+The module imports nothing heavy at import time (converters and runtimes inside the functions),
+so the table of formats, the CLI flags and the docs derive from `FORMAT` without loading TensorFlow.
 """
 
 from __future__ import annotations
@@ -21,7 +28,63 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.core.options import POSITIVE_INT, Option
 from zoo.fileio import TMP_PREFIX, atomic_dir
+
+DEFAULT_THREADS = 2  # intra-op threads of a runtime opened for verification
+PRECISIONS = ("float32", "float16", "int8")  # tolerance classes of `zoo.deploy.verify.CRITERIA`
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """One export format, declared once in its module; export, the CLI, the report and the docs read it.
+
+    `options` are the keywords `zoo.deploy.export` takes for this format (and `zoo export`'s flags).
+    `variant_option` names the option whose values are separate artifacts (TFLite's precisions),
+    filled into `artifact` as `{variant}`; `precisions` maps each variant to its tolerance class
+    (float32, float16 or int8). `module` is filled in by `zoo.deploy.formats` from `MODULES`.
+    """
+
+    name: str
+    artifact: str  # path under the output directory; {model} and {variant} are filled in
+    runtime: str  # what verification runs the artifact in
+    description: str
+    options: tuple[Option, ...] = ()
+    variant_option: str | None = None
+    precisions: dict | None = None  # variant -> tolerance class; None: float32
+    module: str = ""
+
+    def __post_init__(self):
+        names = [o.name for o in self.options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"Format {self.name!r} declares an option twice. Received: options={names}")
+        if self.variant_option is not None:
+            option = self.option(self.variant_option)
+            if option is None or not option.multiple:
+                raise ValueError(f"Format {self.name!r}: variant_option={self.variant_option!r} must name one of "
+                                 f"its options that takes several values. Options: {names}")
+        for variant, precision in (self.precisions or {}).items():
+            if precision not in PRECISIONS:
+                raise ValueError(f"Format {self.name!r}: variant {variant!r} has precision {precision!r}; "
+                                 f"expected one of {PRECISIONS}.")
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def precision(self, variant: str | None) -> str:
+        """The tolerance class of an artifact of this format."""
+        return (self.precisions or {}).get(variant, "float32")
+
+    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> "Runner":
+        """The artifact at `path` opened in this format's runtime (its module's `open_runner`)."""
+        import importlib
+
+        return importlib.import_module(self.module).open_runner(path, threads=threads, example=example)
+
+
+# Shared by the formats with an unrolled RNN route (TFLite, TF.js): one declaration, one flag.
+SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
+                         check=POSITIVE_INT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +92,7 @@ class Target:
     """One artifact to write: a format, its variant (e.g. TFLite precision) and where it goes."""
 
     format: str
-    module: str  # the format's module (from the table), imported by the worker
+    module: str  # the format's module, imported by the isolated process
     variant: str | None
     precision: str  # tolerance class: float32, float16 or int8
     path: str
@@ -74,7 +137,7 @@ class Job:
             return self.saved_model_dir
         path = os.path.join(self.work_dir, f"saved_model_{variant or 'default'}")
         if not os.path.isdir(path):  # written atomically, so a complete one from an earlier target
-            from zoo.deploy.saved_model import export_saved_model
+            from zoo.deploy.signature import export_saved_model
 
             with atomic_dir(path) as tmp:
                 os.rmdir(tmp)
@@ -112,20 +175,41 @@ def unrolled_note(example_shape: tuple) -> str:
     return f"RNN unrolled; input shape fixed to (batch, {', '.join(map(str, example_shape))})"
 
 
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """A conversion route that failed before another was tried, and why."""
+
+    route: str | None
+    error: str
+
+
+class RoutesFailed(RuntimeError):
+    """No route of a format converted (or ran); `attempts` says why each failed."""
+
+    def __init__(self, what: str, attempts: list[Attempt]):
+        super().__init__(f"{what}: " + "; ".join(f"{a.route}: {a.error}" for a in attempts))
+        self.attempts = attempts
+
+
 @dataclasses.dataclass
 class Converted:
     """What `convert` reports: the artifact and, where there was a choice, how it was made."""
 
     path: str
     route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite, "control_flow_v2" in TF.js
-    attempts: list = dataclasses.field(default_factory=list)  # [{route, error}] of routes that failed first
-    notes: list = dataclasses.field(default_factory=list)
+    attempts: list[Attempt] = dataclasses.field(default_factory=list)  # routes that failed first
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 class Runner:
     """An artifact loaded in its runtime. Subclasses implement `predict`."""
 
     runtime: str = ""
+
+    @property
+    def note(self) -> str:
+        """How this runner ran where its format does not say (a fixed batch, fallback kernels, a backend)."""
+        return ""
 
     def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """Outputs keyed by output name, for a batch of any size."""

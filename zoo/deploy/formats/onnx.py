@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.deploy import model_io
-from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks
+from zoo.core.options import Option, int_range
+from zoo.deploy.formats.base import DEFAULT_THREADS, Converted, Format, Job, Runner, atomic_output, predict_in_chunks
+
+# tf2onnx 1.17 emits opsets up to 18; onnxruntime 1.31 runs all of them.
+FORMAT = Format(
+    name="onnx",
+    artifact="{model}.onnx",
+    runtime="onnxruntime (CPUExecutionProvider)",
+    description="ONNX via tf2onnx with a dynamic batch axis",
+    options=(
+        Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
+    ),
+)
 
 
 def convert(job: Job) -> Converted:
     import tensorflow as tf
     import tf2onnx
+
+    from zoo.deploy import model_io
 
     model = job.keras_model()
     name, shape, dtype = model_io.single_input(model)
@@ -30,7 +43,7 @@ def convert(job: Job) -> Converted:
 class ONNXRunner(Runner):
     runtime = "onnxruntime (CPUExecutionProvider)"
 
-    def __init__(self, path, num_threads: int = 2, profile_prefix: str | None = None):
+    def __init__(self, path, num_threads: int = DEFAULT_THREADS, profile_prefix: str | None = None):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -50,5 +63,5 @@ class ONNXRunner(Runner):
         return self._session.end_profiling()
 
 
-def load(path, job: Job) -> Runner:
-    return ONNXRunner(path)
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> ONNXRunner:
+    return ONNXRunner(path, num_threads=threads)

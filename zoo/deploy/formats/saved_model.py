@@ -6,15 +6,55 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy.formats.base import Converted, Job, Runner, predict_in_chunks
-from zoo.deploy.saved_model import SIGNATURE_KEY
+from zoo.core.options import PATH, POSITIVE_INT, Option
+from zoo.deploy.formats.base import DEFAULT_THREADS, Converted, Format, Job, Runner, predict_in_chunks
+from zoo.deploy.signature import SERVING_SIGNATURE
+
+FORMAT = Format(
+    name="saved_model",
+    artifact="saved_model",
+    runtime=f"TensorFlow (tf.saved_model.load, {SERVING_SIGNATURE})",
+    description=f"TF Serving layout <serving_dir>/<name>/<version>, named `{SERVING_SIGNATURE}` signature",
+    options=(
+        Option("serving_dir", "TF Serving base directory (default <out>/saved_model)", check=PATH,
+               flag="--export-dir"),
+        Option("version", "explicit version number (default: the next free one)", check=POSITIVE_INT),
+        Option("keep", "keep only the newest N versions", check=POSITIVE_INT),
+    ),
+)
+
+
+def publish_saved_model(model, base_dir="saved_models", name=None, *, version=None, keep=None, warmup_data=None,
+                        warmup_records=10):
+    """Exports `model` to the next version under `<base_dir>/<name>/`, atomically.
+
+    With `warmup_data` (real inputs: an array or a tf.data of `(x, y)` batches) the version also
+    gets TF Serving warmup records built from its first `warmup_records` examples
+    (`zoo.deploy.serving.warmup`), written before the version directory appears.
+
+    Returns the version directory, e.g. `saved_models/convnet_bn/3`.
+    """
+    from zoo.deploy.serving.layout import publish
+    from zoo.deploy.serving.warmup import model_samples, predict_requests, write_warmup
+    from zoo.deploy.signature import export_saved_model
+
+    name = name or model.name
+    requests = None
+    if warmup_data is not None:
+        requests = predict_requests(model_samples(model, warmup_data, warmup_records), name,
+                                    num_records=warmup_records)
+
+    def write(path):
+        export_saved_model(model, path)
+        if requests:
+            write_warmup(path, requests)
+
+    return publish(write, Path(base_dir) / name, version=version, keep=keep)
 
 
 def convert(job: Job) -> Converted:
     """Publishes the next version under `<serving_dir or target.path>/<model name>/` atomically,
     with TF Serving warmup records from the evaluation data when real data was given."""
-    from zoo.deploy import publish_saved_model
-
     model = job.keras_model()
     opts = job.target.options
     base = Path(opts.get("serving_dir") or job.target.path)
@@ -24,13 +64,13 @@ def convert(job: Job) -> Converted:
 
 
 class SavedModelRunner(Runner):
-    runtime = "TensorFlow SavedModel (serving_default)"
+    runtime = f"TensorFlow SavedModel ({SERVING_SIGNATURE})"
 
     def __init__(self, path):
         import tensorflow as tf
 
         self._tf = tf
-        self._sig = tf.saved_model.load(str(path)).signatures[SIGNATURE_KEY]
+        self._sig = tf.saved_model.load(str(path)).signatures[SERVING_SIGNATURE]
         (self._input,) = self._sig.structured_input_signature[1]
 
     def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -39,5 +79,7 @@ class SavedModelRunner(Runner):
         )
 
 
-def load(path, job: Job) -> Runner:
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> SavedModelRunner:
+    """The SavedModel's `serving_default` in TensorFlow. `threads` is not applied: TensorFlow's thread
+    pools are per process, set once before the first op runs."""
     return SavedModelRunner(path)

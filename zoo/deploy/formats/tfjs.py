@@ -26,8 +26,27 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy import model_io
-from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, unrolled_note
+from zoo.core.options import Option
+from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
+                                     Runner, atomic_output, unrolled_note)
+from zoo.deploy.signature import SERVING_SIGNATURE, SERVING_TAG
+
+# weight storage (one graph model each) -> tolerance class
+PRECISIONS = {"float32": "float32", "float16": "float16", "uint16": "float16", "uint8": "int8"}
+
+FORMAT = Format(
+    name="tfjs",
+    artifact="tfjs_{variant}",
+    runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback; files from disk)",
+    description="TF.js graph model converted from the SavedModel; RNNs via control flow v2 or an unrolled rebuild",
+    variant_option="weight_quantization",
+    precisions=PRECISIONS,
+    options=(
+        Option("weight_quantization", "TF.js weight storage (float32: none), one graph model each",
+               default=("float32",), choices=tuple(PRECISIONS), multiple=True),
+        SEQUENCE_LENGTH,
+    ),
+)
 
 JS_DIR = Path(__file__).resolve().parent.parent / "js"
 RUNNER_JS = JS_DIR / "run_tfjs.js"
@@ -36,6 +55,8 @@ CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
 
 def routes(model) -> list:
     """Routes to try, in order, for this model."""
+    from zoo.deploy import model_io
+
     if not model_io.recurrent_layers(model):
         return [None]
     return ["control_flow_v2", "unrolled"]
@@ -66,14 +87,12 @@ def convert(job: Job) -> Converted:
         except Exception as e:  # try the next route; the report keeps why this one failed
             if not attempts and route == candidates[-1]:
                 raise  # the only route: its own error
-            attempts.append({"route": route, "error": f"{type(e).__name__}: {_short(e)}"})
+            attempts.append(Attempt(route, f"{type(e).__name__}: {_short(e)}"))
             continue
         if weights != "float32":
             notes.append(f"weights stored as {weights}")
         return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
-    error = RuntimeError("no TF.js route worked: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
-    error.attempts = attempts  # the worker reports them
-    raise error
+    raise RoutesFailed("no TF.js route worked", attempts)
 
 
 def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool) -> int:
@@ -84,8 +103,8 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool)
     convert_tf_saved_model()(
         saved_model_dir,
         str(out_dir),
-        signature_def="serving_default",
-        saved_model_tags="serve",
+        signature_def=SERVING_SIGNATURE,
+        saved_model_tags=SERVING_TAG,
         quantization_dtype_map=None if weights == "float32" else {weights: True},
         use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
         control_flow_v2=control_flow_v2,
@@ -132,12 +151,18 @@ class TFJSRunner(Runner):
     BACKENDS = ("wasm", "cpu")  # wasm is ~7x faster; cpu runs what wasm cannot (RNN TensorList graphs)
 
     def __init__(self, path, backends=BACKENDS):
+        """`backends` to try in order: wasm, and the pure-JS cpu backend where wasm cannot run the graph
+        (RNN TensorList graphs, and unrolled RNNs whose fused matmuls have a rank-3 bias)."""
         self._path = os.path.abspath(path)  # node runs in JS_DIR: relative paths would break
         self._node, self._script = node_runtime()
         unknown = set(backends) - set(self.BACKENDS)
         if not backends or unknown:
             raise ValueError(f"backends must be a non-empty subset of {self.BACKENDS}. Received: {backends}")
         self._backends = list(backends)
+
+    @property
+    def note(self) -> str:  # the backend Node ended up on (wasm, or cpu where wasm cannot run the graph)
+        return self.runtime.replace("@tensorflow/", "")
 
     def _run(self, x: np.ndarray, latency_runs: int = 0, warmup: int = 0, **timing):
         errors = []
@@ -197,5 +222,7 @@ class TFJSRunner(Runner):
                          latency_budget_ms=None if budget_s is None else budget_s * 1e3)[1]
 
 
-def load(path, job: Job) -> Runner:
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFJSRunner:
+    """The graph model in Node (a process per call). `threads` is not applied: tfjs has no per-model
+    thread setting."""
     return TFJSRunner(path)

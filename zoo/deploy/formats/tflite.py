@@ -19,14 +19,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.deploy import model_io
-from zoo.deploy.formats.base import Converted, Job, Runner, atomic_output, predict_in_chunks, unrolled_note
+from zoo.core.options import BOOL, POSITIVE_INT, Option
+from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
+                                     Runner, atomic_output, predict_in_chunks, unrolled_note)
+from zoo.deploy.signature import SERVING_SIGNATURE
 
-SIGNATURE_KEY = "serving_default"
+# precision (one .tflite each) -> tolerance class
+PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8"}
+
+FORMAT = Format(
+    name="tflite",
+    artifact="{model}_{variant}.tflite",
+    runtime="ai_edge_litert Interpreter (XNNPACK)",
+    description="LiteRT flatbuffer, builtin ops only; RNNs via a fixed-batch signature or an unrolled rebuild",
+    variant_option="quantization",
+    precisions=PRECISIONS,
+    options=(
+        Option("quantization", "TFLite precisions, one .tflite each", default=("float32",), choices=tuple(PRECISIONS),
+               multiple=True),
+        Option("int8_io", "full int8 with int8 input and output tensors too", default=False, check=BOOL),
+        Option("representative_data", "calibration inputs for full int8: an array, or a tf.data or iterable of "
+               "batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)", cli=False),
+        Option("calibration_samples", "how many representative inputs full int8 calibrates on", default=200,
+               check=POSITIVE_INT),
+        SEQUENCE_LENGTH,
+    ),
+)
 
 
 def routes(model, quantization: str) -> list[str]:
     """Routes to try, in order, for this model and quantization."""
+    from zoo.deploy import model_io
+
     if not model_io.recurrent_layers(model):
         return ["dynamic_batch"]
     if quantization == "int8":
@@ -48,7 +72,7 @@ def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
 def _converter(saved_model_dir: str):
     import tensorflow as tf
 
-    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[SIGNATURE_KEY])
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[SERVING_SIGNATURE])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     return converter
 
@@ -104,7 +128,7 @@ def convert(job: Job) -> Converted:
             if quantization_aware and job.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
         except Exception as e:  # try the next route; the report keeps why this one failed
-            attempts.append({"route": route, "error": f"{type(e).__name__}: {_last_line(e)}"})
+            attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}"))
             continue
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
@@ -116,7 +140,7 @@ def convert(job: Job) -> Converted:
         if route == "unrolled":
             notes.append(unrolled_note(example_shape))
         return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
-    raise RuntimeError("no TFLite route converted: " + "; ".join(f"{a['route']}: {a['error']}" for a in attempts))
+    raise RoutesFailed("no TFLite route converted", attempts)
 
 
 # Ops that legitimately touch float in a full-int8 model: the conversions at its float input and output.
@@ -154,7 +178,7 @@ def _last_line(e: Exception) -> str:
 class TFLiteRunner(Runner):
     runtime = "ai_edge_litert Interpreter (XNNPACK)"
 
-    def __init__(self, path, xnnpack: bool = True, num_threads: int = 2):
+    def __init__(self, path, xnnpack: bool = True, num_threads: int = DEFAULT_THREADS):
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         # XNNPACK is the default delegate of the builtin op resolver.
@@ -164,10 +188,16 @@ class TFLiteRunner(Runner):
         )
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
-        self._runner = self._interpreter.get_signature_runner(SIGNATURE_KEY)
+        self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
         (self._input, self._in), = self._runner.get_input_details().items()
         self._outs = self._runner.get_output_details()
         self.fixed_batch = int(self._in["shape_signature"][0]) if self._in["shape_signature"][0] > 0 else None
+
+    @property
+    def note(self) -> str:
+        notes = [f"fixed batch {self.fixed_batch}: a batch runs as {self.fixed_batch}-example calls"
+                 if self.fixed_batch else "", "no XNNPACK" if "no XNNPACK" in self.runtime else ""]
+        return "; ".join(n for n in notes if n)
 
     def _invoke(self, x):
         if self._in["dtype"] == np.int8:
@@ -184,21 +214,19 @@ class TFLiteRunner(Runner):
         return predict_in_chunks(self._invoke, x, self.fixed_batch or 256)
 
 
-def load(path, job: Job, num_threads: int = 2) -> Runner:
-    return open_runner(path, np.asarray(job.array("eval_x")[:1]), num_threads=num_threads)
-
-
-def open_runner(path, x1: np.ndarray, num_threads: int = 2) -> TFLiteRunner:
-    """A runner with XNNPACK, prepared on the example `x1`; TFLite's own kernels where XNNPACK cannot run it."""
-    runner = TFLiteRunner(path, num_threads=num_threads)
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> TFLiteRunner:
+    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it."""
+    runner = TFLiteRunner(path, num_threads=threads)
+    if example is None:
+        return runner
     try:
-        runner.predict(x1)
+        runner.predict(example)
         return runner
     except RuntimeError as e:
         # XNNPACK refuses to prepare some full-int8 unrolled RNN graphs calibrated on real data
         # ("failed to create XNNPACK runtime"); TFLite's own int8 kernels run them.
         if "XNNPACK" not in str(e):
             raise
-        runner = TFLiteRunner(path, xnnpack=False, num_threads=num_threads)
+        runner = TFLiteRunner(path, xnnpack=False, num_threads=threads)
         runner.runtime += f"; XNNPACK failed to prepare: {str(e).splitlines()[0][:120]}"
         return runner

@@ -10,27 +10,35 @@ development and tests.
 - `rest.py` (Starlette), `grpc_service.py` (grpcio), `server.py` (both), `batching.py`.
 - `client.py`: `Client(url)` over REST or gRPC.
 
-The server modules (starlette, uvicorn, grpcio) are imported on first use.
 """
 
-from zoo.deploy.serving.config import (
-    build_config, docker_command, model_names, parse_labels, read_config, write_config,
-)
-from zoo.deploy.serving.errors import ModelDirError, ServingError
-from zoo.deploy.serving.layout import prune, publish, versions
-from zoo.deploy.serving.warmup import predict_requests, read_warmup, write_warmup
+from __future__ import annotations
 
-_LAZY = {"Client": "zoo.deploy.serving.client", "Server": "zoo.deploy.serving.server",
-         "ModelStore": "zoo.deploy.serving.store", "Batcher": "zoo.deploy.serving.batching"}
+import importlib
 
-__all__ = ["Batcher", "Client", "ModelDirError", "ModelStore", "Server", "ServingError", "build_config", "docker_command", "model_names",
-           "parse_labels", "predict_requests", "prune", "publish", "read_config", "read_warmup", "versions",
-           "write_config", "write_warmup"]
+# public name -> the module that defines it, imported on first use (PEP 562): `import
+# zoo.deploy.serving` loads neither TensorFlow nor the server's packages.
+_EXPORTS = {
+    **dict.fromkeys(("build_config", "docker_command", "model_names", "parse_labels", "read_config", "write_config"),
+                    "zoo.deploy.serving.config"),
+    **dict.fromkeys(("ModelDirError", "ServingError"), "zoo.deploy.serving.errors"),
+    **dict.fromkeys(("prune", "publish", "versions"), "zoo.deploy.serving.layout"),
+    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.deploy.serving.warmup"),
+    "Client": "zoo.deploy.serving.client",
+    "Server": "zoo.deploy.serving.server",
+    "ModelStore": "zoo.deploy.serving.store",
+    "Batcher": "zoo.deploy.serving.batching",
+}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS})

@@ -16,8 +16,7 @@ import urllib.parse
 import numpy as np
 
 from zoo.deploy.serving.errors import HTTP_STATUS, ServingError
-
-DEFAULT_SIGNATURE = "serving_default"
+from zoo.deploy.signature import SERVING_SIGNATURE
 
 
 class Client:
@@ -38,7 +37,7 @@ class Client:
             self._impl = _Rest(f"{parsed.scheme}://{parsed.netloc}", timeout_s)
 
     def predict(self, inputs, *, model: str, version: int | None = None, label: str | None = None,
-                signature_name: str = DEFAULT_SIGNATURE) -> dict[str, np.ndarray]:
+                signature_name: str = SERVING_SIGNATURE) -> dict[str, np.ndarray]:
         """`inputs` is an array (for a single-input signature) or `{input_name: array}`, batch first."""
         return self._impl.predict(inputs, _Spec(model, version, label, signature_name))
 
@@ -59,7 +58,7 @@ class Client:
 
 
 class _Spec:
-    def __init__(self, model, version=None, label=None, signature_name=DEFAULT_SIGNATURE):
+    def __init__(self, model, version=None, label=None, signature_name=SERVING_SIGNATURE):
         if version is not None and label is not None:
             raise ValueError(f"Give a version or a label, not both. Received: version={version}, label={label!r}")
         self.model, self.version, self.label, self.signature_name = model, version, label, signature_name

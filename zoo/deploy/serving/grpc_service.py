@@ -22,7 +22,8 @@ from tensorflow_serving.apis import (
 from zoo.deploy.serving import codec
 from zoo.deploy.serving.errors import ServingError
 from zoo.deploy.serving.metadata import metadata_response
-from zoo.deploy.serving.store import DEFAULT_SIGNATURE, ModelStore
+from zoo.deploy.serving.store import ModelStore
+from zoo.deploy.signature import SERVING_SIGNATURE
 
 log = logging.getLogger("zoo.serving")
 
@@ -64,7 +65,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         response = predict_pb2.PredictResponse()
         response.model_spec.name = servable.name
         response.model_spec.version.value = servable.version
-        response.model_spec.signature_name = signature_name or DEFAULT_SIGNATURE
+        response.model_spec.signature_name = signature_name or SERVING_SIGNATURE
         for name, value in outputs.items():
             response.outputs[name].CopyFrom(codec.to_tensor_proto(value))
         return response

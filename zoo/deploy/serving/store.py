@@ -28,11 +28,10 @@ from zoo.deploy.serving.config import CONFIG_FILE, model_names, read_config
 from zoo.deploy.serving.errors import ModelDirError, ServingError, invalid, not_found
 from zoo.deploy.serving.layout import versions
 from zoo.deploy.serving.warmup import read_warmup
+from zoo.deploy.signature import SERVING_SIGNATURE
 from zoo.errors import UnknownNameError, suggest
 
 log = logging.getLogger("zoo.serving")
-
-DEFAULT_SIGNATURE = "serving_default"
 
 
 @dataclasses.dataclass
@@ -55,7 +54,7 @@ class Servable:
         return cls(name, version, path, defs, dict(loaded.signatures), loaded)
 
     def signature(self, signature_name: str = "") -> meta_graph_pb2.SignatureDef:
-        key = signature_name or DEFAULT_SIGNATURE
+        key = signature_name or SERVING_SIGNATURE
         if key not in self.signature_defs:
             raise invalid(f"Serving signature name: \"{key}\" not found in signature def. "
                           f"Available: {sorted(self.signature_defs)}.")
@@ -63,7 +62,7 @@ class Servable:
 
     def run(self, signature_name: str, inputs: dict[str, np.ndarray], output_filter=()) -> dict[str, np.ndarray]:
         """Runs the signature on already checked inputs; returns the (filtered) outputs as arrays."""
-        key = signature_name or DEFAULT_SIGNATURE
+        key = signature_name or SERVING_SIGNATURE
         outputs = self.signature(key).outputs
         unknown = sorted(set(output_filter) - set(outputs))
         if unknown:

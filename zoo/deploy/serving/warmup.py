@@ -15,12 +15,14 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
+from zoo.deploy.signature import SERVING_SIGNATURE, input_specs
+
 WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
 MAX_RECORDS = 1000  # TF Serving refuses to load a version with more
 
 
 def predict_requests(samples: dict[str, np.ndarray], model_name: str, *, num_records: int = 10,
-                     signature_name: str = "serving_default") -> list[predict_pb2.PredictRequest]:
+                     signature_name: str = SERVING_SIGNATURE) -> list[predict_pb2.PredictRequest]:
     """One single-example `PredictRequest` per sample, for the first `num_records` samples."""
     if not samples:
         raise ValueError("Warmup needs at least one input. Received: samples={}")
@@ -68,8 +70,6 @@ def model_samples(model, data, num_records: int = 10) -> dict[str, np.ndarray]:
     `data` is model input (an array, a list of arrays or a dict keyed by input name), or a
     tf.data of `(x, y)` or `x` batches, of which only the first batches are read.
     """
-    from zoo.deploy.saved_model import input_specs
-
     specs = input_specs(model)
     if isinstance(data, tf.data.Dataset):
         batches, taken = [], 0

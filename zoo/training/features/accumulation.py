@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, state_variable
+from zoo.core.train_step import TrainFeature, state_variable
 
 
 class GradientAccumulation(TrainFeature):
@@ -22,6 +22,10 @@ class GradientAccumulation(TrainFeature):
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"Gradient accumulation needs steps >= 1 (an integer). Received: steps={steps!r}")
         self.steps = steps
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.accumulation_steps)
 
     def build(self, model):
         self._sums = [state_variable(v.shape, "float32", name=f"accum_{i}") for i, v in enumerate(model.trainable_variables)]

@@ -19,7 +19,7 @@ import math
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature
+from zoo.core.train_step import TrainFeature
 
 
 def _topological_nodes(model):
@@ -67,6 +67,10 @@ class GradientCheckpointing(TrainFeature):
         if segments is not None and (isinstance(segments, bool) or not isinstance(segments, int) or segments < 1):
             raise ValueError(f"segments must be a positive integer or None. Received: segments={segments!r}")
         self.segments = segments
+
+    @classmethod
+    def from_config(cls, config):
+        return cls()
 
     def build(self, model):
         self._segments = segment_models(model, self.segments)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, global_norm
+from zoo.core.train_step import TrainFeature, global_norm
 
 
 class ClipByGlobalNorm(TrainFeature):
@@ -21,6 +21,10 @@ class ClipByGlobalNorm(TrainFeature):
         if not clip_norm > 0:
             raise ValueError(f"clip_norm must be > 0. Received: clip_norm={clip_norm!r}")
         self.clip_norm = float(clip_norm)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.clip_norm)
 
     def transform_gradients(self, model, grads):
         norm = global_norm(grads)

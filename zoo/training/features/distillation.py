@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, scale_for_distribution
+from zoo.core.train_step import TrainFeature, scale_for_distribution
 
 
 class Distillation(TrainFeature):
@@ -27,6 +27,15 @@ class Distillation(TrainFeature):
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0. Received: temperature={temperature}")
         self.teacher, self.alpha, self.temperature, self.from_logits = teacher, float(alpha), float(temperature), from_logits
+
+    @classmethod
+    def from_config(cls, config):
+        """The teacher is the saved model `config.teacher` names (loaded frozen, without its optimizer)."""
+        import zoo.architectures  # noqa: F401  registers zoo's Keras classes for the teacher's file
+
+        teacher = keras.saving.load_model(config.teacher, safe_mode=True, compile=False)
+        teacher.trainable = False
+        return cls(teacher, config.distill_alpha, config.distill_temperature)
 
     def build(self, model):
         student_shape, teacher_shape = tuple(model.output_shape), tuple(self.teacher.output_shape)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, state_variable
+from zoo.core.train_step import TrainFeature, state_variable
 
 
 class EMA(TrainFeature):
@@ -22,6 +22,10 @@ class EMA(TrainFeature):
         if not 0 < decay < 1:
             raise ValueError(f"EMA decay must be in (0, 1). Received: decay={decay!r}")
         self.decay = float(decay)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.ema_decay)
 
     def build(self, model):
         self._model_vars = list(model.trainable_variables)

@@ -2,10 +2,9 @@
 
 The policy is a property of the model's layers, so it is set when the model
 is built (`policy_scope`); variables (the master weights) stay float32.
-For float16 the loss is multiplied by a dynamic scale before the backward
-pass and the gradients divided by it after; a step whose gradients are not
-finite applies no update and halves the scale, and `growth_steps` finite
-steps in a row double it (Micikevicius et al. 2018).
+For float16 the model base adds dynamic loss scaling itself
+(`zoo.core.loss_scaling.LossScaling`) whenever Keras has
+wrapped the optimizer in a `LossScaleOptimizer`.
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import keras
-import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature, state_variable
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
@@ -40,46 +37,3 @@ def policy_scope(policy: str | None):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
-
-
-class LossScaling(TrainFeature):
-    """Dynamic loss scaling for float16; `ZooModel.compile` adds it to any `mixed_float16` model."""
-
-    name = "loss_scaling"
-    order = 70  # after accumulation: checks the gradient about to be applied
-    needs_global_gradients = True
-
-    def __init__(self, initial_scale: float = 2.0**15, growth_steps: int = 2000):
-        if not initial_scale > 0 or growth_steps < 1:
-            raise ValueError(f"initial_scale must be > 0 and growth_steps >= 1. Received: {initial_scale}, {growth_steps}")
-        self.initial_scale = float(initial_scale)
-        self.growth_steps = int(growth_steps)
-
-    def build(self, model):
-        self.scale = state_variable((), "float32", name="loss_scale", initializer=keras.initializers.Constant(self.initial_scale))
-        self._good_steps = state_variable((), "int64", name="loss_scale_good_steps")
-        self._finite = self._window_done = None
-
-    def scale_loss(self, loss):
-        return loss * tf.cast(self.scale, loss.dtype)
-
-    def unscale_gradients(self, grads):
-        return [None if g is None else tf.cast(g, tf.float32) / self.scale for g in grads]
-
-    def gate(self, model, grads, ready):
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
-        # `ready` says whether this step ends an update (false mid-accumulation): the scale
-        # only changes when an update is applied or skipped.
-        self._finite, self._window_done = finite, ready
-        return grads, tf.logical_and(ready, finite)
-
-    def after_update(self, model, applied, ready):
-        finite, done = self._finite, self._window_done
-        grow = tf.logical_and(finite, tf.equal(self._good_steps + 1, self.growth_steps))
-        new_scale = tf.where(finite, tf.where(grow, self.scale * 2.0, self.scale), self.scale / 2.0)
-        new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), self._good_steps + 1, tf.zeros_like(self._good_steps))
-        self.scale.assign(tf.where(done, new_scale, self.scale))
-        self._good_steps.assign(tf.where(done, new_good, self._good_steps))
-
-    def state_variables(self):
-        return [self.scale, self._good_steps]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from zoo.training.features.base import Batch, TrainFeature
+from zoo.core.train_step import Batch, TrainFeature
 
 
 def _neighbour(t):
@@ -37,6 +37,10 @@ class BatchMixing(TrainFeature):
         if mixup_alpha < 0 or cutmix_alpha < 0 or not (mixup_alpha or cutmix_alpha):
             raise ValueError(f"mixup_alpha/cutmix_alpha must be >= 0, one > 0. Received: {mixup_alpha}, {cutmix_alpha}")
         self.mixup_alpha, self.cutmix_alpha, self.seed = float(mixup_alpha), float(cutmix_alpha), int(seed)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.mixup_alpha, config.cutmix_alpha, seed=config.seed or 0)
 
     def build(self, model):
         if self.cutmix_alpha and len(model.input_shape) != 4:

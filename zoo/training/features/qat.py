@@ -17,7 +17,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from zoo.training.features.base import TrainFeature
+from zoo.core.train_step import TrainFeature
 
 
 class QuantizationAware(TrainFeature):
@@ -31,6 +31,10 @@ class QuantizationAware(TrainFeature):
             raise ValueError(f"ema_decay must be in [0, 1). Received: ema_decay={ema_decay!r}")
         self.freeze_bn_after = None if freeze_bn_after is None else int(freeze_bn_after)
         self.ema_decay = float(ema_decay)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(freeze_bn_after=config.qat_freeze_bn_after)
 
     def prepare_model(self, model: keras.Model) -> keras.Model:
         from zoo.quantization import is_quantized, quantize_model

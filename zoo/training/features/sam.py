@@ -8,7 +8,7 @@ updated by both passes.
 
 from __future__ import annotations
 
-from zoo.training.features.base import TrainFeature, add_to_variables, global_norm
+from zoo.core.train_step import TrainFeature, add_to_variables, global_norm
 
 
 class SAM(TrainFeature):
@@ -20,6 +20,10 @@ class SAM(TrainFeature):
         if not rho > 0:
             raise ValueError(f"SAM needs rho > 0. Received: rho={rho!r}")
         self.rho = float(rho)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.sam_rho)
 
     def wrap_gradients(self, model, grad_fn):
         def sharpness_aware(batch):

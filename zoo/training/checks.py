@@ -6,8 +6,8 @@
   near zero (catches a broken loss, label pipeline or frozen weights);
   `zoo train --sanity-check` runs it first.
 
->>> import tensorflow as tf, zoo.check
->>> zoo.check.gradients(tf.math.log_sigmoid, tf.random.normal((4, 3))).passed
+>>> import tensorflow as tf, zoo.training.checks
+>>> zoo.training.checks.gradients(tf.math.log_sigmoid, tf.random.normal((4, 3))).passed
 True
 """
 

@@ -1,17 +1,20 @@
 """The one place that builds `tf.distribute` strategies from a name.
 
-Modelled on Model Garden's `get_distribution_strategy`.
+Modelled on Model Garden's `get_distribution_strategy`. TensorFlow is imported inside the functions,
+so the strategy names (`STRATEGIES`, the choices of the `strategy` knob) cost nothing to import:
+`zoo train --help` does not load TensorFlow.
 """
 
 from __future__ import annotations
 
 import functools
-
-import tensorflow as tf
-
-from zoo import multi_worker
+from typing import TYPE_CHECKING
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.training import multi_worker
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu", "parameter_server")
 
@@ -22,6 +25,8 @@ def split_cpu(n: int) -> list:
     This is how mirrored training is exercised without GPUs: 2 logical CPUs
     give a real 2-replica `MirroredStrategy`.
     """
+    import tensorflow as tf
+
     if n < 1:
         raise ValueError(f"n must be >= 1. Received: n={n}")
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -43,6 +48,8 @@ def _mirrored(devices: tuple) -> tf.distribute.MirroredStrategy:
     # One instance per device set: two MirroredStrategy objects over the same CPUs in one
     # process reuse collective instance keys, and the second one's all-reduce then aborts
     # with "Shape mismatch in the collective instance".
+    import tensorflow as tf
+
     return tf.distribute.MirroredStrategy(devices=list(devices))
 
 
@@ -53,10 +60,12 @@ def strategy(name: str = "auto") -> tf.distribute.Strategy:
     - one_device: `OneDeviceStrategy` on the first GPU, else the CPU.
     - mirrored: `MirroredStrategy` over all GPUs, or else over all logical CPUs (see `split_cpu`).
     - multi_worker: `MultiWorkerMirroredStrategy`, configured through `TF_CONFIG` (see
-      `zoo.multi_worker`: validation, a bounded wait for the other workers, the Keras fixes).
+      `zoo.training.multi_worker`: validation, a bounded wait for the other workers, the Keras fixes).
     - tpu: `TPUStrategy` through `TPUClusterResolver`; a clear error where there is no TPU.
     - parameter_server: rejected: Keras 3's `fit` does not support it.
     """
+    import tensorflow as tf
+
     if name not in STRATEGIES:
         raise UnknownNameError("strategy", name, STRATEGIES)
     if name == "multi_worker":
@@ -97,6 +106,8 @@ def _multi_worker():
 
 
 def is_multi_worker(strategy) -> bool:
+    import tensorflow as tf
+
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and strategy.extended._in_multi_worker_mode()
 
 

@@ -88,6 +88,12 @@ class TrainFeature:
     def callbacks(self) -> list:
         return []
 
+    @classmethod
+    def from_config(cls, config) -> "TrainFeature":
+        """This feature as a `TrainConfig` asks for it; called when a knob declared with
+        `feature=` this class is switched on (see `zoo.training.knobs`)."""
+        raise NotImplementedError(f"{cls.__name__} is not switched on by any TrainConfig knob.")
+
     def __repr__(self):
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"

@@ -1,10 +1,10 @@
-"""`ZooModel`: the training base every registry model is built on.
+"""`ZooModel`: the model base every registry model is built on (below the architectures and training).
 
 It overrides `train_step` and `test_step` with an explicit
 `tf.GradientTape` and runs the composable features of
 `zoo.training.features` (accumulation, clipping, loss scaling, SAM,
 distillation, mixup/cutmix, EMA, gradient checkpointing) in one fixed
-pipeline; see `zoo/training/features/base.py` for the stages.
+pipeline; see `zoo/core/train_step.py` for the stages.
 
 It keeps the reported loss correct under `tf.distribute`: Keras'
 `compute_loss` divides the loss by the number of replicas (so that summing
@@ -20,8 +20,8 @@ import warnings
 import keras
 import tensorflow as tf
 
-from zoo.training.features import LossScaling
-from zoo.training.features.base import Batch, all_reduce_sum, num_replicas, state_variable
+from zoo.core.loss_scaling import LossScaling
+from zoo.core.train_step import Batch, all_reduce_sum, num_replicas, state_variable
 
 
 def unscale_for_distribution(loss):

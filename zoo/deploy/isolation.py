@@ -2,15 +2,16 @@
 
 Converters and runtimes are native code: the TFLite converter segfaults on some
 graphs (full int8 of a fixed-batch RNN), and a segfault cannot be caught in
-Python. Each target therefore runs in a worker process (a new interpreter, not a
-fork: TensorFlow's thread pools do not survive fork). The worker imports TensorFlow
+Python. Each target therefore runs in a child process (a new interpreter, not a
+fork: TensorFlow's thread pools do not survive fork). The child imports TensorFlow
 once and serves targets one after another; if it dies, that target is reported
-as failed with the signal, and a fresh worker takes the next one.
+as failed with the signal, and a fresh child takes the next one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -20,12 +21,10 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from zoo.deploy.formats.base import Job
+import numpy as np
 
-EXPORT_FAILED = "export_failed"
-FAILED_VERIFICATION = "failed_verification"
-PASSED = "passed"
-EXPORTED = "exported"  # converted, verification not requested
+from zoo.deploy.formats.base import Job
+from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 
 
 def artifact_size(path) -> int:
@@ -35,40 +34,45 @@ def artifact_size(path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def execute(job: Job, progress=lambda partial: None) -> dict:
+def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     """Converts and verifies one target, in this process. Never raises for a format's own failure."""
     import importlib
 
     from zoo.deploy.verify import verify
 
-    module = importlib.import_module(job.target.module)
-    result = {"status": EXPORT_FAILED}
+    target = job.target
+    module = importlib.import_module(target.module)
+    result = ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
+                            options=target.options)
     t0 = time.perf_counter()
     try:
         converted = module.convert(job)
     except Exception as e:
-        result.update(error=f"{type(e).__name__}: {e}"[:2000], attempts=getattr(e, "attempts", []),
-                      export_s=time.perf_counter() - t0)
+        result.error = f"{type(e).__name__}: {e}"[:2000]
+        result.attempts = list(getattr(e, "attempts", []))
+        result.export_s = time.perf_counter() - t0
         return result
-    result.update(
-        status=EXPORTED, path=str(converted.path), route=converted.route, attempts=converted.attempts,
-        notes=converted.notes, export_s=time.perf_counter() - t0, size_bytes=artifact_size(converted.path),
-    )
-    progress(dict(result))
+    result.status, result.path, result.route = EXPORTED, str(converted.path), converted.route
+    result.attempts, result.notes = converted.attempts, converted.notes
+    result.export_s, result.size_bytes = time.perf_counter() - t0, artifact_size(converted.path)
+    progress(dataclasses.replace(result))
     if not job.verify:
         return result
     t1 = time.perf_counter()
     try:
-        checks = verify(module.load(converted.path, job), job)
+        example = np.asarray(job.array("eval_x")[:1])
+        verification = verify(module.open_runner(converted.path, example=example), job)
     except Exception as e:
-        result.update(status=FAILED_VERIFICATION, error=f"runtime error: {type(e).__name__}: {e}"[:2000],
-                      verify_s=time.perf_counter() - t1)
+        result.status = FAILED_VERIFICATION
+        result.error = f"runtime error: {type(e).__name__}: {e}"[:2000]
+        result.verify_s = time.perf_counter() - t1
         if os.environ.get("ZOO_DEBUG"):
-            result["traceback"] = traceback.format_exc()
+            result.traceback = traceback.format_exc()
         return result
-    result.update(checks, status=PASSED if checks["passed"] else FAILED_VERIFICATION, verify_s=time.perf_counter() - t1)
-    if checks["problems"]:
-        result["error"] = "; ".join(checks["problems"])
+    result.verification, result.verify_s = verification, time.perf_counter() - t1
+    result.status = PASSED if verification.passed else FAILED_VERIFICATION
+    if verification.problems:
+        result.error = "; ".join(verification.problems)
     return result
 
 
@@ -83,7 +87,7 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
         outbox.send(("done", execute(job, lambda partial: outbox.send(("converted", partial)))))
 
 
-class Worker:
+class ConversionProcess:
     """One child process serving jobs; replaced after a crash or a timeout."""
 
     def __init__(self, log_path=None):
@@ -91,7 +95,7 @@ class Worker:
         self._log_path = log_path  # the child's stdout and stderr (converter chatter), quoted on a crash
 
     def _start(self):
-        # A fresh interpreter (`python -m zoo.deploy.worker`), not multiprocessing's spawn: spawn
+        # A fresh interpreter (`python -m zoo.deploy.isolation`), not multiprocessing's spawn: spawn
         # re-imports the caller's main module, which reruns an unguarded user script.
         parent_r, child_w = os.pipe()
         child_r, parent_w = os.pipe()
@@ -99,7 +103,7 @@ class Worker:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "zoo.deploy.worker", str(child_r), str(child_w)],
+            [sys.executable, "-m", "zoo.deploy.isolation", str(child_r), str(child_w)],
             pass_fds=(child_r, child_w), env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
         )
         os.close(child_r)
@@ -107,7 +111,7 @@ class Worker:
         self._conn = Connection(parent_r, writable=False)
         self._send = Connection(parent_w, readable=False)
 
-    def run(self, job: Job, timeout_s: float) -> dict:
+    def run(self, job: Job, timeout_s: float) -> ArtifactResult:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         self._send.send(job)
@@ -124,9 +128,9 @@ class Worker:
                 pass  # the child died mid-message; handled below
             alive = self._proc.poll() is None
             if not alive or time.monotonic() - start > timeout_s:
-                return self._died(partial, timeout_s if alive else None)
+                return self._died(job, partial, timeout_s if alive else None)
 
-    def _died(self, partial, timed_out_after) -> dict:
+    def _died(self, job: Job, partial: ArtifactResult | None, timed_out_after) -> ArtifactResult:
         if timed_out_after is not None:
             self._proc.kill()
             reason = f"timed out after {timed_out_after:.0f} s"
@@ -139,8 +143,11 @@ class Worker:
         if tail:
             reason += f" (last output: {tail})"
         if partial is None:
-            return {"status": EXPORT_FAILED, "error": f"converter process {reason}"}
-        return {**partial, "status": FAILED_VERIFICATION, "error": f"runtime process {reason} during verification"}
+            target = job.target
+            return ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
+                                  options=target.options, error=f"converter process {reason}")
+        return dataclasses.replace(partial, status=FAILED_VERIFICATION,
+                                   error=f"runtime process {reason} during verification")
 
     def _log_tail(self, lines: int = 3) -> str:
         if not self._log_path or not os.path.exists(self._log_path):
@@ -172,7 +179,7 @@ class Worker:
 class InProcess:
     """Same interface without isolation (debugging: breakpoints work; a crash takes the caller down)."""
 
-    def run(self, job: Job, timeout_s: float) -> dict:
+    def run(self, job: Job, timeout_s: float) -> ArtifactResult:
         return execute(job)
 
     def close(self):

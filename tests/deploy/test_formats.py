@@ -1,0 +1,152 @@
+"""One declaration per format: what `zoo.deploy.formats` derives from each module's `FORMAT` (issue 12).
+
+Export's keyword checking, signature and docstring, `zoo export`'s flags, the report's options column
+and the docs table all come from the declarations; adding a format is one module plus one name.
+"""
+
+import argparse
+import inspect
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import zoo.deploy
+from zoo.core.options import POSITIVE_INT, Option, OptionError, given_values
+from zoo.deploy import formats
+from zoo.deploy.formats.base import Converted, Format
+from zoo.deploy.report import ExportReport, options_text
+from zoo.deploy.results import ArtifactResult, KerasReference
+from zoo.errors import UnknownNameError
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("tensorflow", "keras", "tf2onnx", "onnx", "onnxruntime", "ai_edge_litert", "tensorflowjs", "grpc",
+         "starlette", "uvicorn")
+
+
+@pytest.mark.parametrize("name", formats.MODULES)
+def test_every_format_module_declares_itself_beside_its_two_functions(name):
+    module = __import__(f"zoo.deploy.formats.{name}", fromlist=["FORMAT"])
+    assert module.FORMAT.name == name and formats.FORMATS[name].module == module.__name__
+    assert list(inspect.signature(module.convert).parameters) == ["job"]
+    params = inspect.signature(module.open_runner).parameters
+    assert list(params) == ["path", "threads", "example"]
+    assert params["threads"].kind == params["example"].kind == inspect.Parameter.KEYWORD_ONLY
+
+
+def test_the_table_export_and_serving_import_no_heavy_package():
+    # A bare `zoo` package object: whatever zoo/__init__ imports, these modules must not add TF & co.
+    code = f"""
+import sys, types
+pkg = types.ModuleType("zoo"); pkg.__path__ = [{str(ROOT / "zoo")!r}]; sys.modules["zoo"] = pkg
+import zoo.deploy, zoo.deploy.serving
+from zoo.deploy.formats import cli_options, markdown_table
+markdown_table(); cli_options(); zoo.deploy.export; zoo.deploy.OptionError; zoo.deploy.SERVING_SIGNATURE
+print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_export_signature_and_docstring_list_every_declared_option():
+    params = inspect.signature(zoo.deploy.export).parameters
+    assert "options" not in params  # the **options catch-all is replaced by the declared names
+    for name, (option, takers) in formats.option_owners().items():
+        assert params[name].kind == inspect.Parameter.KEYWORD_ONLY and params[name].default is None
+        assert f"{name}: {option.help.split()[0]}" in zoo.deploy.export.__doc__
+    assert "sequence_length" in zoo.deploy.export.__doc__ and "(tflite, tfjs)" in zoo.deploy.export.__doc__
+
+
+def test_an_unknown_keyword_gets_the_nearest_names_and_the_formats_taking_them(tmp_path):
+    with pytest.raises(UnknownNameError, match=r"'quantisation'. Did you mean: quantization.*quantization: tflite"):
+        zoo.deploy.export(object(), tmp_path, ["onnx"], quantisation="int8")
+    with pytest.raises(UnknownNameError, match=r"Did you mean: test_data"):  # export()'s own keywords too
+        zoo.deploy.export(object(), tmp_path, ["onnx"], test_dat=(1, 2), opset=17)
+    assert os.listdir(tmp_path) == []
+
+
+def _export_parser():
+    from zoo.cli import export as export_cmd
+
+    parser = argparse.ArgumentParser(prog="zoo")
+    export_cmd.add(parser.add_subparsers())
+    return parser, parser._subparsers._group_actions[0].choices["export"]
+
+
+def test_zoo_export_flags_come_from_the_declarations(capsys):
+    parser, sub = _export_parser()
+    text = sub.format_help()
+    for option in formats.cli_options():
+        assert (option.cli_flag in text and option.group in text) == option.cli
+    assert "--export-dir" in text and "--representative-data" not in text  # renamed flag; Python-only option
+    args = parser.parse_args(["export", "m.keras", "--quantization", "float32,int8", "--int8-io", "--opset", "17",
+                              "--export-dir", "serving", "--sequence-length", "20"])
+    assert given_values(args, formats.cli_options()) == {
+        "quantization": ("float32", "int8"), "int8_io": True, "opset": 17, "serving_dir": "serving",
+        "sequence_length": 20}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["export", "m.keras", "--opset", "99"])
+    assert "an integer from 13 to 18" in capsys.readouterr().err
+
+
+def test_the_report_shows_the_options_set_away_from_their_defaults():
+    onnx = ArtifactResult("onnx", None, "float32", {"opset": 17}, status="passed")
+    default = ArtifactResult("onnx", None, "float32", {"opset": 18}, status="passed")
+    tflite = ArtifactResult("tflite", "int8", "int8", {"quantization": ("int8",), "int8_io": True,
+                                                       "calibration_samples": 200, "sequence_length": None},
+                            status="passed")
+    assert options_text(onnx) == "opset=17" and options_text(default) == ""
+    assert options_text(tflite) == "int8_io=True"  # the variant has its own column
+    report = ExportReport(model={"name": "m"}, data={}, keras=KerasReference(), results=[onnx, tflite], out_dir=".")
+    assert report.rows()[0][2] == "options" and "opset=17" in report.table()
+    assert report.result("tflite", "int8") is tflite
+
+
+@pytest.fixture
+def dummy_format(monkeypatch):
+    """A format added the documented way: one module in zoo.deploy.formats and its name in MODULES."""
+    module = types.ModuleType("zoo.deploy.formats.dummy")
+    module.FORMAT = Format(name="dummy", artifact="{model}.dummy", runtime="nothing at all",
+                           description="a format for this test",
+                           options=(Option("dummy_level", "how dummy it is", default=1, check=POSITIVE_INT),))
+    module.convert = lambda job: Converted(job.target.path)
+    module.open_runner = lambda path, *, threads=2, example=None: None
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(formats, "MODULES", (*formats.MODULES, "dummy"))
+    monkeypatch.setattr(formats, "FORMATS", formats._declarations())
+
+
+@pytest.mark.usefixtures("dummy_format")
+def test_a_new_format_module_reaches_options_flags_and_docs():
+    assert formats.option_owners()["dummy_level"][1] == ("dummy",)
+    flag = next(o for o in formats.cli_options() if o.name == "dummy_level")
+    assert flag.cli_flag == "--dummy-level" and flag.group == "dummy options"
+    table = formats.markdown_table()
+    assert "| `dummy` | `{model}.dummy`: a format for this test | `dummy_level` | nothing at all |" in table
+    assert "| `dummy_level` | `--dummy-level` | dummy | how dummy it is; a positive integer; default 1 |" in table
+    assert formats.resolve_options(formats.parse_formats("onnx,dummy"), {"dummy_level": 3})["dummy"] == {
+        "dummy_level": 3}
+    with pytest.raises(OptionError, match="dummy option dummy_level expects a positive integer"):
+        formats.resolve_options(formats.parse_formats("dummy"), {"dummy_level": 0})
+    with pytest.raises(OptionError, match="only dummy take"):
+        formats.resolve_options(formats.parse_formats("onnx"), {"dummy_level": 3})
+
+
+def test_declarations_are_checked():
+    with pytest.raises(ValueError, match="variant_option='precision' must name one of its options"):
+        Format(name="x", artifact="x", runtime="r", description="d", variant_option="precision")
+    with pytest.raises(ValueError, match="declares an option twice"):
+        Format(name="x", artifact="x", runtime="r", description="d",
+               options=(Option("a", "one"), Option("a", "two")))
+
+
+def test_a_shared_option_must_be_one_declaration(monkeypatch):
+    clash = Format(name="onnx", artifact="x", runtime="r", description="d",
+                   options=(Option("sequence_length", "a different meaning"),))
+    monkeypatch.setitem(formats.FORMATS, "onnx", clash)
+    with pytest.raises(TypeError, match="'sequence_length' is declared differently by tflite and onnx"):
+        formats.option_owners()

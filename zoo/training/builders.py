@@ -1,0 +1,112 @@
+"""What one training run is assembled from: the optimizer and its schedule, the compiled model, the splits.
+
+`zoo.training.run.train` calls these, and so do the benchmarks, which time the same model on the same
+input pipeline a run would use (Model Garden's task split: `build_model`, `build_inputs`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+import zoo.data
+from zoo.architectures import registry
+from zoo.training import augment, features
+from zoo.training.config import TrainConfig
+from zoo.training.tasks import get_task
+
+
+def cosine_with_warmup(lr: float, total_steps: int, warmup_fraction: float):
+    """Linear warm-up from lr/10 to `lr`, then cosine decay to 0 (Loshchilov & Hutter 2017, SGDR)."""
+    warmup = int(total_steps * warmup_fraction)
+    return keras.optimizers.schedules.CosineDecay(
+        lr / 10 if warmup else lr, max(total_steps - warmup, 1), alpha=0.0, warmup_target=lr if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
+def make_optimizer(config: TrainConfig, steps_per_epoch: int | None) -> keras.optimizers.Optimizer:
+    """The recipe's optimizer with its learning-rate schedule."""
+    lr = config.lr
+    if config.schedule == "cosine" and steps_per_epoch:
+        lr = cosine_with_warmup(config.lr, steps_per_epoch * config.epochs, config.warmup_fraction)
+    if config.optimizer == "adamw":
+        return keras.optimizers.AdamW(lr, weight_decay=config.weight_decay)
+    if config.optimizer == "adam":
+        return keras.optimizers.Adam(lr)
+    return keras.optimizers.SGD(lr, momentum=0.9, nesterov=True, weight_decay=config.weight_decay or None)
+
+
+def resolve_jit_compile(setting: str | bool) -> bool:
+    """XLA on accelerators only, for "auto".
+
+    Keras' own "auto" turns XLA on for every device, but XLA's CPU
+    convolutions are several times slower than oneDNN's: measured here,
+    `convnet_bn` trains at 29 s/epoch with XLA and 7 s/epoch without on
+    2 cores (`scripts/benchmark.py` re-measures this).
+    """
+    if setting == "auto":
+        return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    if not isinstance(setting, bool):
+        raise ValueError(f"jit_compile must be 'auto', True or False. Received: jit_compile={setting!r}")
+    return setting
+
+
+def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None) -> keras.Model:
+    """The registry model for `config`, compiled for its task with its train_step features.
+
+    Call inside a strategy scope. The learning-rate schedule counts optimizer
+    updates, so with gradient accumulation an epoch is steps/k updates.
+    """
+    if config.qat_from:
+        model = load_start_model(config, input_shape)
+    else:
+        with features.policy_scope(config.mixed_precision):
+            model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes,
+                                   **config.model_overrides)
+    task = get_task(registry.get_spec(config.model).task)
+    updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
+    chosen = features.from_config(config)
+    model = features.prepare_model(model, chosen)  # e.g. the quantization-aware rewrite
+    model.compile(
+        optimizer=make_optimizer(config, updates_per_epoch),
+        loss=task.loss(),
+        metrics=task.metrics(),
+        jit_compile=resolve_jit_compile(config.jit_compile),
+        features=chosen,
+    )
+    return model
+
+
+def load_start_model(config: TrainConfig, input_shape) -> keras.Model:
+    """The trained model `config.qat_from` names, checked against the run's model and data."""
+    from zoo.errors import ZooError
+    import zoo.quantization  # noqa: F401  registers the quantization-aware layers a QAT checkpoint holds
+
+    try:
+        model = keras.saving.load_model(config.qat_from, safe_mode=True, compile=False)
+    except Exception as e:
+        raise ZooError(f"--qat-from {config.qat_from!r} could not be loaded: {type(e).__name__}: {e}") from None
+    if model.name != config.model:
+        raise ZooError(f"--qat-from {config.qat_from!r} holds a {model.name!r} model but the run trains "
+                       f"{config.model!r}; pass --model {model.name} (with its recipe's data).")
+    got = tuple(model.inputs[0].shape[1:])
+    if len(got) != len(input_shape) or any(g is not None and g != e for g, e in zip(got, input_shape)):
+        raise ZooError(f"--qat-from {config.qat_from!r} takes inputs of shape {got}; dataset "
+                       f"{config.dataset!r} has {tuple(input_shape)}.")
+    return model
+
+
+def load_splits(config: TrainConfig):
+    """(train, val, test) datasets; val/test are None where the config has no such split."""
+    def load(split, shuffle):
+        return zoo.data.load(
+            config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed, shuffle=shuffle
+        )
+
+    train_ds = augment.apply(load(config.train_split, True), config.augment, seed=config.seed)
+    val_ds = load(config.val_split, False) if config.val_split else None
+    test_ds = load(config.test_split, False) if config.test_split else None
+    return train_ds, val_ds, test_ds
