@@ -41,7 +41,7 @@ def _test_split(dataset):
 
 def _export(model, dataset, out):
     return zoo.deploy.export(
-        model, out, quantization=ALL_TFLITE, weight_quantization=("float32", "uint8"),
+        model, out, precision=ALL_TFLITE, weight_quantization=("float32", "uint8"),
         representative_data=zoo.data.load(dataset, "train", 100, seed=1), calibration_samples=300,
         test_data=zoo.data.load(dataset, "test", 1000), max_eval_samples=EVAL,
         data_description=f"{dataset} test split", latency_runs=5,
@@ -174,7 +174,7 @@ def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     model = zoo.build("gru_classifier", input_shape=(None, 6), num_classes=4, units=32, num_layers=2,
                       bidirectional=True)
     x = np.random.default_rng(0).random((32, 12, 6), dtype=np.float32)
-    report = zoo.deploy.export(model, tmp_path, ["tflite"], quantization=ALL_TFLITE, representative_data=x,
+    report = zoo.deploy.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE, representative_data=x,
                                test_data=(x, np.zeros(32, np.int32)), latency_runs=0)
     keras_out = model.predict(x, verbose=0)
     for r in report.results:

@@ -187,7 +187,7 @@ def test_qat_model_round_trips_and_converts_to_builtin_int8_tflite_agreeing_with
     loaded = keras.saving.load_model(tmp_path / "qat.keras")
     np.testing.assert_array_equal(loaded.predict(x[:64], verbose=0), model.predict(x[:64], verbose=0))
 
-    report = zoo.deploy.export(tmp_path / "qat.keras", tmp_path / "out", ["tflite"], quantization="int8",
+    report = zoo.deploy.export(tmp_path / "qat.keras", tmp_path / "out", ["tflite"], precision="int8",
                                test_data=(x, y), latency_runs=0, isolate=False)  # no calibration data: learned ranges
     assert report.ok, report.table()
     path = report.results[0]["path"]

@@ -13,7 +13,7 @@ def add(sub):
 
     p = sub.add_parser(
         "export",
-        help="export to SavedModel, TFLite, TF.js and ONNX, verify each in its runtime, write a report",
+        help="export to SavedModel, TFLite, TF.js, ONNX and OpenVINO, verify each in its runtime, write a report",
         description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
@@ -22,7 +22,9 @@ def add(sub):
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
-    p.add_argument("--train-split", default="train")
+    p.add_argument("--train-split", default="train", help="int8 calibration inputs are drawn from it")
+    p.add_argument("--val-split", default="train[-10%:]",
+                   help="labelled data the int8 accuracy budget (--max-accuracy-drop) measures on; never the test split")
     p.add_argument("--test-split", default="test")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
@@ -41,17 +43,20 @@ def _load_model(ref: str):
     return zoo.build(ref)
 
 
-def _export_data(args, quantization: tuple | None):
-    """(test_data, representative_data, description) from --dataset; int8 calibration only when asked for."""
+def _export_data(args, given: dict) -> tuple:
+    """(test_data, description) from --dataset; into `given`, the int8 calibration and the accuracy budget's
+    validation data, when asked for."""
     if not args.dataset:
-        return None, None, None
+        return None, None
     import zoo.data
 
     test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
-    rep = None
-    if quantization and "int8" in quantization:
-        rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
-    return test, rep, f"{args.dataset} {args.test_split} split"
+    if "int8" in (given.get("precision") or ()):
+        given["representative_data"] = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0,
+                                                     data_dir=args.data_dir)
+    if given.get("max_accuracy_drop") is not None:
+        given["validation_data"] = zoo.data.load(args.dataset, args.val_split, batch_size=1000, data_dir=args.data_dir)
+    return test, f"{args.dataset} {args.test_split} split"
 
 
 def _cmd_export(args) -> int:
@@ -61,9 +66,7 @@ def _cmd_export(args) -> int:
 
     given = given_values(args, cli_options())
     model = _load_model(args.model)
-    test, rep, description = _export_data(args, given.get("quantization"))
-    if rep is not None:
-        given["representative_data"] = rep
+    test, description = _export_data(args, given)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
         model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,

@@ -53,7 +53,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         result.export_s = time.perf_counter() - t0
         return result
     result.status, result.path, result.route = EXPORTED, str(converted.path), converted.route
-    result.attempts, result.notes = converted.attempts, converted.notes
+    result.attempts, result.notes, result.details = converted.attempts, converted.notes, converted.details
     result.export_s, result.size_bytes = time.perf_counter() - t0, artifact_size(converted.path)
     progress(dataclasses.replace(result))
     if not job.verify:

@@ -31,6 +31,7 @@ def load_model_file(path) -> "keras.Model":  # noqa: F821
     if not zipfile.is_zipfile(path):
         raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
     import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+    import zoo.quantization  # noqa: F401  registers the quantization-aware layers (QAT models)
 
     try:
         return keras.saving.load_model(path, safe_mode=True)

@@ -23,7 +23,7 @@ from zoo.errors import UnknownNameError
 __all__ = ["DEFAULT_FORMATS", "FORMATS", "MODULES", "Format", "OptionError", "cli_options", "get_format",
            "markdown_table", "option_owners", "parse_formats", "resolve_options"]
 
-MODULES = ("saved_model", "tflite", "tfjs", "onnx")
+MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino")
 
 
 def _declarations() -> dict[str, Format]:
@@ -108,10 +108,18 @@ def resolve_options(formats: tuple[Format, ...], options: dict, other_names=()) 
             if takers:
                 error.args = (f"{error.args[0]} Formats taking them: {'; '.join(takers)}.",)
             raise error
-    return {
+    resolved = {
         f.name: {o.name: o.normalize(options[o.name], f.name) if o.name in options else o.default for o in f.options}
         for f in formats
     }
+    for f in formats:  # a shared variant option (precision): each format writes the values it offers
+        if f.variant_option and f.precisions:
+            asked = resolved[f.name][f.variant_option]
+            offered = tuple(v for v in asked if v in f.precisions)
+            if not offered:
+                raise UnknownNameError(f"{f.name} {f.variant_option}", str(asked[0]), f.precisions)
+            resolved[f.name][f.variant_option] = offered
+    return resolved
 
 
 def markdown_table() -> str:

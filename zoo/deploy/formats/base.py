@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.options import POSITIVE_INT, Option
+from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option
 from zoo.fileio import TMP_PREFIX, atomic_dir
 
 DEFAULT_THREADS = 2  # intra-op threads of a runtime opened for verification
@@ -85,6 +85,25 @@ class Format:
 # Shared by the formats with an unrolled RNN route (TFLite, TF.js): one declaration, one flag.
 SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
                          check=POSITIVE_INT)
+
+# Shared by the formats with precisions (TFLite, ONNX, OpenVINO): one `--precision` flag, one keyword.
+# Each format's `precisions` says which of these it writes; a format is asked only for those.
+ARTIFACT_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
+PRECISION = Option("precision", "artifact precisions, one file each, where the format offers them: float32, float16, "
+                   "dynamic_int8 (int8 weights, float compute; TFLite) or int8 (full integer, calibrated on "
+                   "representative_data)",
+                   default=("float32",), choices=ARTIFACT_PRECISIONS, multiple=True)
+REPRESENTATIVE_DATA = Option("representative_data", "calibration inputs for int8: an array, or a tf.data or iterable "
+                             "of batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)",
+                             cli=False)
+CALIBRATION_SAMPLES = Option("calibration_samples", "how many representative inputs int8 calibrates on", default=200,
+                             check=POSITIVE_INT)
+MAX_ACCURACY_DROP = Option(
+    "max_accuracy_drop", "int8 within this many accuracy points of float: the layers whose quantization costs most "
+    "stay float (per-layer sensitivity on validation_data; zoo.deploy.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
+VALIDATION_DATA = Option("validation_data", "labelled (x, y) data the accuracy budget measures on, never the test data "
+                         "(the CLI draws it from --dataset's --val-split)", cli=False)
+INT8_OPTIONS = (REPRESENTATIVE_DATA, CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, VALIDATION_DATA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,6 +218,7 @@ class Converted:
     route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite, "control_flow_v2" in TF.js
     attempts: list[Attempt] = dataclasses.field(default_factory=list)  # routes that failed first
     notes: list[str] = dataclasses.field(default_factory=list)
+    details: dict = dataclasses.field(default_factory=dict)  # e.g. the accuracy budget's float layers and costs
 
 
 class Runner:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.core.options import BOOL, POSITIVE_INT, Option
-from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
-                                     Runner, atomic_output, predict_in_chunks, unrolled_note)
+from zoo.core.options import BOOL, Option
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt, Converted,
+                                     Format, Job, RoutesFailed, Runner, atomic_output, predict_in_chunks,
+                                     unrolled_note)
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
@@ -31,29 +32,30 @@ FORMAT = Format(
     name="tflite",
     artifact="{model}_{variant}.tflite",
     runtime="ai_edge_litert Interpreter (XNNPACK)",
-    description="LiteRT flatbuffer, builtin ops only; RNNs via a fixed-batch signature or an unrolled rebuild",
-    variant_option="quantization",
+    description="LiteRT flatbuffer, builtin ops only unless allow_flex; RNNs via a fixed-batch signature or an "
+                "unrolled rebuild",
+    variant_option="precision",
     precisions=PRECISIONS,
     options=(
-        Option("quantization", "TFLite precisions, one .tflite each", default=("float32",), choices=tuple(PRECISIONS),
-               multiple=True),
+        PRECISION,
         Option("int8_io", "full int8 with int8 input and output tensors too", default=False, check=BOOL),
-        Option("representative_data", "calibration inputs for full int8: an array, or a tf.data or iterable of "
-               "batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)", cli=False),
-        Option("calibration_samples", "how many representative inputs full int8 calibrates on", default=200,
-               check=POSITIVE_INT),
+        *INT8_OPTIONS,
         SEQUENCE_LENGTH,
+        Option("allow_flex", "let ops without a TFLite builtin run as TensorFlow ops (Flex / TF Select): the "
+               "artifact then needs the Flex delegate linked into the app; off by default, never silent",
+               default=False, check=BOOL),
     ),
 )
+FLEX_PREFIX = "Flex"  # the custom-op code of a TF Select op: "Flex" + the TensorFlow op name
 
 
-def routes(model, quantization: str) -> list[str]:
-    """Routes to try, in order, for this model and quantization."""
+def routes(model, precision: str) -> list[str]:
+    """Routes to try, in order, for this model and precision."""
     from zoo.deploy import model_io
 
     if not model_io.recurrent_layers(model):
         return ["dynamic_batch"]
-    if quantization == "int8":
+    if precision == "int8":
         return ["unrolled"]  # fixed_batch + full int8 segfaults the converter
     return ["fixed_batch", "unrolled"]
 
@@ -69,11 +71,13 @@ def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
     raise ValueError(f"Unknown TFLite route {route!r}.")
 
 
-def _converter(saved_model_dir: str):
+def _converter(saved_model_dir: str, allow_flex: bool = False):
     import tensorflow as tf
 
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[SERVING_SIGNATURE])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if allow_flex:  # the user's explicit choice; Keras' own LiteRT export turns this on by default
+        converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     return converter
 
 
@@ -107,6 +111,8 @@ def _quantize(converter, job: Job, example_shape, quantization_aware: bool = Fal
         else:
             converter.representative_dataset = _representative(job, example_shape)
             converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            if job.target.options.get("allow_flex"):
+                converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
         if job.target.options.get("int8_io"):
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
@@ -119,28 +125,92 @@ def convert(job: Job) -> Converted:
     model = job.keras_model()
     example_shape = job.static_input_shape()
     quantization_aware = is_quantized(model)
+    options = job.target.options
+    budgeted = job.target.variant == "int8" and options.get("max_accuracy_drop") is not None
+    if budgeted and quantization_aware:
+        raise ValueError("max_accuracy_drop is for post-training int8; a quantization-aware model's int8 already "
+                         "uses its learned ranges. Export it without max_accuracy_drop.")
     attempts = []
     for route in routes(model, job.target.variant):
         try:
-            converter = _converter(_saved_model_for(job, route, example_shape))
-            _quantize(converter, job, example_shape, quantization_aware)
+            converter = _converter(_saved_model_for(job, route, example_shape), options.get("allow_flex"))
+            if not budgeted:  # the budget quantizes the float model selectively (below)
+                _quantize(converter, job, example_shape, quantization_aware)
             flatbuffer = converter.convert()
             if quantization_aware and job.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
         except Exception as e:  # try the next route; the report keeps why this one failed
-            attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}"))
+            attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}{_flex_hint(e, options)}"))
             continue
+        notes, details = [], {}
+        if budgeted:
+            flatbuffer, details = _budgeted_int8(job, flatbuffer, example_shape)
+            notes.append(f"accuracy budget {options['max_accuracy_drop']:g} points: {details['summary']} "
+                         "(ai-edge-quantizer)")
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
-        notes = []
         if quantization_aware and job.target.variant == "int8":
             notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
         if route == "unrolled":
             notes.append(unrolled_note(example_shape))
-        return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
+        flex = flex_ops(flatbuffer)
+        if flex:
+            details["flex_ops"] = flex
+            notes.append(f"uses {len(flex)} Flex (TF Select) op(s), allowed by allow_flex: {', '.join(flex)}; the "
+                         "app must link the Flex delegate")
+        return Converted(job.target.path, route=route, attempts=attempts, notes=notes, details=details)
     raise RoutesFailed("no TFLite route converted", attempts)
+
+
+def _flex_hint(error: Exception, options: dict) -> str:
+    """Where ops lack a TFLite builtin: the ops, and the explicit way to run them anyway."""
+    import re
+
+    ops = sorted(set(re.findall(r"'tf\.(\w+)' op is neither a custom op nor a flex op", str(error))))
+    ops = [op for op in ops if not op.startswith("TensorList")]  # the RNN routes' business
+    if not ops or options.get("allow_flex"):
+        return ""
+    return (f" [ops without a TFLite builtin: {', '.join(ops)}; they would run only as Flex (TF Select) ops: pass "
+            "allow_flex=True / --allow-flex to allow that]")
+
+
+def flex_ops(flatbuffer: bytes) -> list[str]:
+    """The TensorFlow ops a TFLite model runs through Flex (its custom op codes "Flex<Op>")."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf(bytearray(flatbuffer), 0)
+    codes = [(code.customCode or b"").decode() if isinstance(code.customCode, bytes) else (code.customCode or "")
+             for code in model.operatorCodes or []]
+    return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
+
+
+def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, dict]:
+    """Full int8 but the layers the accuracy budget keeps float (zoo.deploy.ptq.budget, ai-edge-quantizer)."""
+    import os
+
+    from zoo.deploy.ptq import budget
+    from zoo.deploy.ptq.litert_selective import SelectiveQuantizer
+
+    rep = np.asarray(job.array("rep_x")[: job.target.options.get("calibration_samples") or 200], np.float32)
+    selective = SelectiveQuantizer(float_model, rep.reshape(len(rep), *example_shape))
+    scratch = os.path.join(job.work_dir, f"budget_tflite_{os.getpid()}")
+    os.makedirs(scratch, exist_ok=True)
+    float_path = os.path.join(scratch, "float32.tflite")
+    with open(float_path, "wb") as f:
+        f.write(float_model)
+    counter = iter(range(10**6))
+
+    def quantize(exclude=(), only=None):
+        path = os.path.join(scratch, f"trial_{next(counter)}.tflite")
+        with open(path, "wb") as f:
+            f.write(selective.quantize(exclude=exclude, only=only))
+        return path
+
+    result = budget.run(job, budget.quantizable_layers(job.keras_model()), quantize, float_path, open_runner)
+    with open(result.chosen.path, "rb") as f:
+        return f.read(), result.details
 
 
 # Ops that legitimately touch float in a full-int8 model: the conversions at its float input and output.
@@ -178,14 +248,21 @@ def _last_line(e: Exception) -> str:
 class TFLiteRunner(Runner):
     runtime = "ai_edge_litert Interpreter (XNNPACK)"
 
-    def __init__(self, path, xnnpack: bool = True, num_threads: int = DEFAULT_THREADS):
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    def __init__(self, path, xnnpack: bool = True, num_threads: int = DEFAULT_THREADS, flex: bool = False):
+        if flex:  # TensorFlow's own interpreter links the Flex delegate; LiteRT's does not
+            import tensorflow as tf
+
+            Interpreter, OpResolverType = tf.lite.Interpreter, tf.lite.experimental.OpResolverType
+        else:
+            from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         # XNNPACK is the default delegate of the builtin op resolver.
         resolver = OpResolverType.AUTO if xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         self._interpreter = Interpreter(
             model_path=str(path), num_threads=num_threads, experimental_op_resolver_type=resolver
         )
+        if flex:
+            self.runtime = "tf.lite.Interpreter with the Flex delegate (TF Select ops)"
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
         self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
@@ -216,7 +293,12 @@ class TFLiteRunner(Runner):
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> TFLiteRunner:
     """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it."""
-    runner = TFLiteRunner(path, num_threads=threads)
+    try:
+        runner = TFLiteRunner(path, num_threads=threads)
+    except (RuntimeError, ValueError) as e:
+        if FLEX_PREFIX not in str(e):
+            raise
+        return TFLiteRunner(path, num_threads=threads, flex=True)  # built with allow_flex
     if example is None:
         return runner
     try:

@@ -17,8 +17,12 @@ Drops are in accuracy points: 0.3 means 0.3 percentage points below the float mo
 from __future__ import annotations
 
 import dataclasses
+import os
+import statistics
 import time
 from typing import Callable, Sequence
+
+import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +47,7 @@ class BudgetResult:
     chosen: Trial
     steps: list[Trial]
     seconds: float
+    details: dict = dataclasses.field(default_factory=dict)  # `run`'s report: the search and its costs
 
     @property
     def float_layers(self) -> tuple[str, ...]:
@@ -117,3 +122,47 @@ def search(
                 break
     return BudgetResult(budget=float(max_drop), float_metric=float_metric, full_int8=full, sensitivity=sensitivity,
                         chosen=chosen, steps=steps, seconds=time.perf_counter() - start)
+
+
+# Layers whose weights int8 quantizes; the units the search keeps float.
+WEIGHTED = ("Conv1D", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Conv2DTranspose", "Dense")
+
+
+def quantizable_layers(model) -> list[str]:
+    """Names of the Keras layers with int8-quantizable weights, in model order."""
+    return [layer.name for layer in model.layers if type(layer).__name__ in WEIGHTED]
+
+
+def accuracy(runner, x: np.ndarray, y: np.ndarray) -> float:
+    outputs = runner.predict(x)
+    first = next(iter(outputs.values()))
+    return float(np.mean(np.argmax(first, axis=-1) == y))
+
+
+def run(job, layers: Sequence[str], quantize: Callable[..., str], float_path: str, open_runner,
+        latency_runs: int = 50) -> BudgetResult:
+    """`search` for an export job: validation data, budget and runtime from the job, costs measured.
+
+    `job` is the export's `zoo.deploy.formats.base.Job` (its `val_x`/`val_y` arrays and the target's
+    `max_accuracy_drop`); `open_runner(path, example=...)` opens an artifact in the format's runtime.
+    The result's `details` carry what the report shows: the float layers, every layer's
+    sensitivity and the size and batch-1 latency of the float, full-int8 and chosen artifacts.
+    """
+    x, y = job.array("val_x"), job.array("val_y")
+    if x is None or y is None:
+        raise ValueError("max_accuracy_drop needs labelled validation_data (the CLI draws it from --val-split).")
+    x, y = np.asarray(x), np.asarray(y)
+
+    def evaluate(path):
+        return accuracy(open_runner(path, example=x[:1]), x, y)
+
+    result = search(layers, quantize, evaluate, evaluate(float_path), job.target.options["max_accuracy_drop"])
+    artifacts = {"float32": float_path, "int8": result.full_int8.path, "chosen": result.chosen.path}
+    costs = {"size_bytes": {}, "latency_ms": {}}
+    for name, path in artifacts.items():
+        costs["size_bytes"][name] = os.path.getsize(path)
+        runner = open_runner(path, example=x[:1])
+        costs["latency_ms"][name] = statistics.median(runner.latencies_ms(x[:1], latency_runs, 5))
+    result.details = {**result.as_dict(), **costs, "summary": result.summary(),
+                      "validation_samples": int(len(x))}
+    return result

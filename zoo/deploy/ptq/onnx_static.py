@@ -118,7 +118,7 @@ def lift_fake_quant(model):
         source = q.input[0]
         scale = float(np.asarray(consts[q.input[1]]).reshape(()))
         zero = np.asarray(consts[q.input[2]]).reshape(())
-        overrides[source] = [{"scale": np.float32(scale), "zero_point": zero}]
+        overrides[source] = [{"scale": np.array(scale, np.float32), "zero_point": np.array(zero, zero.dtype)}]
         rename[dq.output[0]] = source
         dropped.update((q.name, dq.name))
     kept = [n for n in graph.node if n.name not in dropped]
@@ -131,6 +131,10 @@ def lift_fake_quant(model):
             kept.append(onnx.helper.make_node("Identity", [source], [output.name], name=f"{output.name}_identity"))
     del graph.node[:]
     graph.node.extend(kept)
+    used = {name for node in kept for name in node.input}
+    unused = [i for i in graph.initializer if i.name not in used and i.name not in {o.name for o in graph.output}]
+    for initializer in unused:  # the lifted pairs' scales and zero points
+        graph.initializer.remove(initializer)
     return model, overrides
 
 
