@@ -10,6 +10,7 @@ SUITES = {
     "inference": "zoo.benchmarks.inference",
     "serving": "zoo.benchmarks.serving_load",
     "recipes": "zoo.benchmarks.recipes",
+    "quantization": "zoo.benchmarks.quantization",
 }
 
 

@@ -102,8 +102,9 @@ def _quantize(job: Job, model, ov):
     compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
     metrics = {name: accuracy(compile_(m), None) for name, m in (("float32", model), ("int8", full),
                                                                  ("chosen", quantized))}
-    reverted = sorted(quantized_ops(full) - quantized_ops(quantized))
-    layers = sorted({layer_of(op, job.keras_model()) for op in reverted})
+    in_full, in_chosen = quantized_ops(full), quantized_ops(quantized)
+    reverted = sorted(set(in_full) - set(in_chosen))
+    layers = sorted({layer_of(in_full[op], job.keras_model()) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
     summary = (f"full int8 drop {100 * (metrics['float32'] - metrics['int8']):.2f} points; kept in float: "
                f"{', '.join(layers) or 'none'}; final drop {drop:.2f} points "
@@ -116,15 +117,26 @@ def _quantize(job: Job, model, ov):
     return quantized, details
 
 
-def quantized_ops(model) -> set[str]:
-    """Friendly names of the weighted ops (convolutions, matmuls) that take a FakeQuantize'd input."""
-    found = set()
+def quantized_ops(model) -> dict[str, list[str]]:
+    """The weighted ops (convolutions, matmuls) that take a FakeQuantize'd input: friendly name -> the names of
+    the op and of the nodes feeding it (a few hops up), which carry the TF name scope of its Keras layer."""
+    found = {}
     for op in model.get_ordered_ops():
         if op.get_type_name() not in ("Convolution", "GroupConvolution", "MatMul"):
             continue
-        if any(_reaches_fake_quantize(op.input_value(i).get_node()) for i in range(op.get_input_size())):
-            found.add(op.get_friendly_name())
+        inputs = [op.input_value(i).get_node() for i in range(op.get_input_size())]
+        if any(_reaches_fake_quantize(node) for node in inputs):
+            found[op.get_friendly_name()] = [op.get_friendly_name(), *_upstream_names(inputs)]
     return found
+
+
+def _upstream_names(nodes, depth: int = 3) -> list[str]:
+    names = []
+    for node in nodes:
+        names.append(node.get_friendly_name())
+        if depth and node.get_type_name() != "Parameter":
+            names += _upstream_names([node.input_value(i).get_node() for i in range(node.get_input_size())], depth - 1)
+    return names
 
 
 def _reaches_fake_quantize(node, depth: int = 3) -> bool:
@@ -135,15 +147,20 @@ def _reaches_fake_quantize(node, depth: int = 3) -> bool:
     return any(_reaches_fake_quantize(node.input_value(i).get_node(), depth - 1) for i in range(node.get_input_size()))
 
 
-def layer_of(op_name: str, model) -> str:
-    """The Keras layer an OpenVINO op came from (its name scope), else the op's own name."""
-    for layer in model.layers:
-        if re.search(rf"(^|/){re.escape(layer.name)}(_\d+)?/", op_name):
-            return layer.name
-    return op_name
+def layer_of(names: list[str], model) -> str:
+    """The Keras layer an OpenVINO op came from (the first of `names` in its name scope), else the op's name."""
+    for name in names:
+        for layer in model.layers:
+            if re.search(rf"(^|/){re.escape(layer.name)}(_\d+)?/", name):
+                return layer.name
+    return names[0]
 
 
 class OpenVINORunner(Runner):
+    """The IR compiled for the CPU once per input shape: the IR keeps a dynamic batch axis, and the CPU plugin
+    runs a static shape several times faster than a dynamic one (measured on resnet20: 3.3 ms vs 0.4 ms at
+    batch 1), so each batch size gets its own compiled model, cached."""
+
     runtime = "OpenVINO Runtime (CPU plugin, f32 inference precision)"
 
     def __init__(self, path, num_threads: int = DEFAULT_THREADS):
@@ -151,15 +168,24 @@ class OpenVINORunner(Runner):
         import openvino as ov
 
         xml = os.path.join(path, IR_NAME) if os.path.isdir(path) else str(path)
-        config = {"INFERENCE_NUM_THREADS": num_threads, "INFERENCE_PRECISION_HINT": "f32",
-                  "PERFORMANCE_HINT": "LATENCY"}
-        self._compiled = ov.Core().compile_model(xml, DEVICE, config)
-        self._request = self._compiled.create_infer_request()
-        self._outputs = [(o, o.any_name) for o in self._compiled.outputs]
+        self._core = ov.Core()
+        self._model = self._core.read_model(xml)
+        self._config = {"INFERENCE_NUM_THREADS": num_threads, "INFERENCE_PRECISION_HINT": "f32",
+                        "PERFORMANCE_HINT": "LATENCY"}
+        self._requests: dict[tuple, tuple] = {}
+
+    def _request(self, shape: tuple):
+        if shape not in self._requests:
+            model = self._model.clone()
+            model.reshape(list(shape))
+            compiled = self._core.compile_model(model, DEVICE, self._config)
+            self._requests[shape] = (compiled.create_infer_request(), [(o, o.any_name) for o in compiled.outputs])
+        return self._requests[shape]
 
     def _infer(self, batch: np.ndarray) -> dict[str, np.ndarray]:
-        result = self._request.infer([batch])
-        return {name: np.array(result[output]) for output, name in self._outputs}
+        request, outputs = self._request(batch.shape)
+        result = request.infer([batch])
+        return {name: np.array(result[output]) for output, name in outputs}
 
     def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
         return predict_in_chunks(self._infer, np.asarray(x, np.float32), 256)
