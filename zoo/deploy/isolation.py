@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy.formats.base import Job
+from zoo.deploy.formats.base import CannotVerify, Job
 from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 
 
@@ -62,6 +62,10 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     try:
         example = np.asarray(job.array("eval_x")[:1])
         verification = verify(module.open_runner(converted.path, example=example), job)
+    except CannotVerify as e:
+        result.notes.append(f"not verified: {e}")
+        result.verify_s = time.perf_counter() - t1
+        return result
     except Exception as e:
         result.status = FAILED_VERIFICATION
         result.error = f"runtime error: {type(e).__name__}: {e}"[:2000]

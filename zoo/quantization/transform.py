@@ -24,6 +24,7 @@ import collections
 import keras
 import numpy as np
 
+from zoo.core.model import ZooModel
 from zoo.errors import ZooError
 from zoo.quantization.layers import LINEAR_LAYERS, ActivationQuantizer, QuantizedLinear
 
@@ -80,8 +81,6 @@ def quantize_model(model: keras.Model, ema_decay: float = 0.99) -> keras.Model:
     if not hasattr(model, "_nodes_by_depth") or not getattr(model, "_is_graph_network", True):
         raise QuantizationError(f"quantize_model needs a functional model. Received: {type(model).__name__}")
     plan = _Plan(model)
-    from zoo.training.model import ZooModel
-
     new_inputs = [keras.Input(batch_shape=t.shape, dtype=t.dtype, name=t._keras_history.operation.name)
                   for t in model.inputs]
     for t in model.inputs:

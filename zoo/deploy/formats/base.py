@@ -202,6 +202,11 @@ class Attempt:
     error: str
 
 
+class CannotVerify(RuntimeError):
+    """An artifact exported as asked that no runtime here can run (e.g. TFLite with Flex ops): reported as
+    exported, not verified, with the reason, rather than as a failure."""
+
+
 class RoutesFailed(RuntimeError):
     """No route of a format converted (or ran); `attempts` says why each failed."""
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.core.options import BOOL, Option
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt, Converted,
-                                     Format, Job, RoutesFailed, Runner, atomic_output, predict_in_chunks,
-                                     unrolled_note)
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
+                                     CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
+                                     predict_in_chunks, unrolled_note)
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
@@ -248,21 +248,14 @@ def _last_line(e: Exception) -> str:
 class TFLiteRunner(Runner):
     runtime = "ai_edge_litert Interpreter (XNNPACK)"
 
-    def __init__(self, path, xnnpack: bool = True, num_threads: int = DEFAULT_THREADS, flex: bool = False):
-        if flex:  # TensorFlow's own interpreter links the Flex delegate; LiteRT's does not
-            import tensorflow as tf
-
-            Interpreter, OpResolverType = tf.lite.Interpreter, tf.lite.experimental.OpResolverType
-        else:
-            from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    def __init__(self, path, xnnpack: bool = True, num_threads: int = DEFAULT_THREADS):
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         # XNNPACK is the default delegate of the builtin op resolver.
         resolver = OpResolverType.AUTO if xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         self._interpreter = Interpreter(
             model_path=str(path), num_threads=num_threads, experimental_op_resolver_type=resolver
         )
-        if flex:
-            self.runtime = "tf.lite.Interpreter with the Flex delegate (TF Select ops)"
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
         self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
@@ -292,19 +285,19 @@ class TFLiteRunner(Runner):
 
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> TFLiteRunner:
-    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it."""
-    try:
-        runner = TFLiteRunner(path, num_threads=threads)
-    except (RuntimeError, ValueError) as e:
-        if FLEX_PREFIX not in str(e):
-            raise
-        return TFLiteRunner(path, num_threads=threads, flex=True)  # built with allow_flex
+    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it.
+    A model with Flex ops (allow_flex) cannot run here: `CannotVerify`."""
+    runner = TFLiteRunner(path, num_threads=threads)
     if example is None:
         return runner
     try:
         runner.predict(example)
         return runner
     except RuntimeError as e:
+        if FLEX_PREFIX in str(e):
+            raise CannotVerify(
+                "it runs Flex (TF Select) ops, and neither LiteRT 2.3's interpreter nor TensorFlow 2.21's links the "
+                "Flex delegate in Python; run it where the app links it (tensorflow-lite-select-tf-ops)") from None
         # XNNPACK refuses to prepare some full-int8 unrolled RNN graphs calibrated on real data
         # ("failed to create XNNPACK runtime"); TFLite's own int8 kernels run them.
         if "XNNPACK" not in str(e):

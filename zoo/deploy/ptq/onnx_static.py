@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 CALIBRATION_BATCH = 32
+# Ops whose output keeps the input's quantization range (onnxruntime quantizes their output, not their input).
+SAME_RANGE = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "MaxPool")
 
 
 class _Batches:
@@ -125,6 +127,10 @@ def lift_fake_quant(model):
     for node in kept:
         for i, name in enumerate(node.input):
             node.input[i] = _follow(rename, name)
+    for node in kept:  # in graph order: a layout op's output has its input's range (NHWC->NCHW reshapes, pooling)
+        if node.op_type in SAME_RANGE and node.input and node.input[0] in overrides:
+            for output in node.output:
+                overrides.setdefault(output, overrides[node.input[0]])
     for output in graph.output:
         if output.name in rename:  # the model output itself was fake-quantized: keep its name
             source = _follow(rename, output.name)
