@@ -11,7 +11,7 @@ from zoo.errors import UnknownNameError
 from zoo.training import knobs as K
 from zoo.training.config import TrainConfig, load_recipe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is tests/training/...)
 
 
 def _config_from_flags(*flags):

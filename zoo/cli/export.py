@@ -9,7 +9,7 @@ from zoo.cli.common import positive_int as _positive_int
 
 def add(sub):
     from zoo.core.options import add_arguments
-    from zoo.deploy.formats import DEFAULT_FORMATS, cli_options
+    from zoo.deploy.formats import FORMATS, cli_options
 
     p = sub.add_parser(
         "export",
@@ -18,7 +18,8 @@ def add(sub):
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
-    p.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help=f"comma-separated: {', '.join(DEFAULT_FORMATS)}")
+    p.add_argument("--formats", default=None,
+                   help=f"comma-separated, of: {', '.join(FORMATS)} (default: each whose runtime is installed)")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
@@ -69,7 +70,7 @@ def _cmd_export(args) -> int:
     test, description = _export_data(args, given)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
-        model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,
+        model, out, args.formats or zoo.deploy.DEFAULT_FORMATS, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})}, **given,
     )

@@ -41,7 +41,8 @@ def _declarations() -> dict[str, Format]:
 
 
 FORMATS: dict[str, Format] = _declarations()
-DEFAULT_FORMATS = tuple(FORMATS)
+# Every format whose runtime is installed (an optional one, such as OpenVINO, joins when its extra is).
+DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if not f.missing)
 
 
 def get_format(name: str) -> Format:
@@ -57,6 +58,11 @@ def parse_formats(formats) -> tuple[Format, ...]:
     if not names:
         raise OptionError(f"No export format given. Available: {', '.join(FORMATS)}.")
     chosen = {get_format(n).name for n in names}
+    for name in sorted(chosen):
+        missing = FORMATS[name].missing
+        if missing:
+            raise OptionError(f"Format {name!r} needs {', '.join(missing)}, which is not installed: "
+                              f"pip install 'zoo[{FORMATS[name].extra}]'.")
     return tuple(f for f in FORMATS.values() if f.name in chosen)
 
 

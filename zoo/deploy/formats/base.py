@@ -53,6 +53,8 @@ class Format:
     variant_option: str | None = None
     precisions: dict | None = None  # variant -> tolerance class; None: float32
     module: str = ""
+    requires: tuple[str, ...] = ()  # Python packages beyond zoo's own dependencies (an optional extra)
+    extra: str = ""  # the pip extra that installs them: `pip install 'zoo[<extra>]'`
 
     def __post_init__(self):
         names = [o.name for o in self.options]
@@ -70,6 +72,13 @@ class Format:
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The required packages that are not installed (found without importing them)."""
+        import importlib.util
+
+        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
 
     def precision(self, variant: str | None) -> str:
         """The tolerance class of an artifact of this format."""

@@ -35,6 +35,8 @@ FORMAT = Format(
     variant_option="precision",
     precisions=PRECISIONS,
     options=(PRECISION, *INT8_OPTIONS),
+    requires=("openvino", "nncf"),
+    extra="openvino",
 )
 IR_NAME = "model.xml"  # inside the artifact directory, beside model.bin
 
