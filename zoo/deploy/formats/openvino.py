@@ -128,8 +128,20 @@ def quantized_ops(model) -> dict[str, list[str]]:
             continue
         inputs = [op.input_value(i).get_node() for i in range(op.get_input_size())]
         if any(_reaches_fake_quantize(node) for node in inputs):
-            found[op.get_friendly_name()] = [op.get_friendly_name(), *_upstream_names(inputs)]
+            found[op.get_friendly_name()] = [op.get_friendly_name(), *_upstream_names(inputs), *_downstream_names(op)]
     return found
+
+
+def _downstream_names(op, depth: int = 3) -> list[str]:
+    """Names of the nodes after `op`: convert_model folds BatchNorm into a convolution and names it
+    `Convolution_N`, but the ReLU after it keeps its TF name scope."""
+    names = []
+    for target in op.output(0).get_target_inputs() if op.get_output_size() else ():
+        node = target.get_node()
+        names.append(node.get_friendly_name())
+        if depth:
+            names += _downstream_names(node, depth - 1)
+    return names
 
 
 def _upstream_names(nodes, depth: int = 3) -> list[str]:
@@ -150,12 +162,35 @@ def _reaches_fake_quantize(node, depth: int = 3) -> bool:
 
 
 def layer_of(names: list[str], model) -> str:
-    """The Keras layer an OpenVINO op came from (the first of `names` in its name scope), else the op's name."""
+    """The Keras layer with weights an OpenVINO op came from, else the op's name.
+
+    `names` are the op's and its neighbours' (see `quantized_ops`); the first in a Keras layer's name
+    scope gives a layer, and the weighted layer at or before it in the Keras graph is the op's.
+    """
+    from zoo.deploy.ptq.budget import WEIGHTED
+
     for name in names:
         for layer in model.layers:
             if re.search(rf"(^|/){re.escape(layer.name)}(_\d+)?/", name):
-                return layer.name
+                found = _weighted_at_or_before(layer, WEIGHTED)
+                if found is not None:
+                    return found.name
     return names[0]
+
+
+def _weighted_at_or_before(layer, kinds):
+    """`layer` if it has int8-quantizable weights, else the nearest such layer upstream (first input first)."""
+    seen, queue = set(), [layer]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current).__name__ in kinds:
+            return current
+        for node in current._inbound_nodes:
+            queue += [t._keras_history.operation for t in node.input_tensors]
+    return None
 
 
 class OpenVINORunner(Runner):
