@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Export a model to SavedModel, TFLite, TF.js and ONNX, each verified in its runtime, with a report.
 
-    python scripts/export.py runs/convnet_bn-mnist/best.keras --quantization float32,int8 --dataset mnist
+    python scripts/export.py runs/convnet_bn-mnist/best.keras --precision float32,int8 --dataset mnist
 
 A thin wrapper over `zoo export` (see `zoo export --help`).
 """

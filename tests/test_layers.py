@@ -4,7 +4,7 @@ The layers, bottom to top (a module may import its own package and any layer bel
 or above it, not even inside a function):
 
     core (zoo.core, zoo.errors, zoo.fileio)
-    architectures | data            (side by side: neither imports the other)
+    architectures | data | quantization   (side by side: none imports another)
     deploy
     training                        (a run exports its SavedModel through deploy)
     benchmarks
@@ -29,7 +29,7 @@ PACKAGE = ROOT / "zoo"
 # The top-level module or package -> (layer, rank). Layers of equal rank sit side by side.
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
-    "architectures": ("architectures", 1), "data": ("data", 1),
+    "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "deploy": ("deploy", 2),
     "training": ("training", 3),
     "benchmarks": ("benchmarks", 4),

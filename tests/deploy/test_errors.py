@@ -26,15 +26,17 @@ def test_misspelled_format_gets_suggestions_and_nothing_is_written(model, tmp_pa
 
 
 def test_an_option_the_format_does_not_take_is_rejected_saying_who_takes_it(model, tmp_path):
-    with pytest.raises(formats.OptionError, match=r"'quantization' is not taken by .*onnx.*only tflite"):
-        zoo.deploy.export(model, tmp_path, ["onnx"], quantization="int8")
+    with pytest.raises(formats.OptionError, match=r"'int8_io' is not taken by .*onnx.*only tflite"):
+        zoo.deploy.export(model, tmp_path, ["onnx"], int8_io=True)
     with pytest.raises(formats.OptionError, match="'opset' is not taken"):
         zoo.deploy.export(model, tmp_path, ["tflite", "tfjs"], opset=17)
 
 
 def test_bad_option_values_name_the_allowed_ones(model, tmp_path):
-    with pytest.raises(UnknownNameError, match=r"Unknown tflite quantization 'int4'. Did you mean: int8"):
-        zoo.deploy.export(model, tmp_path, ["tflite"], quantization="float32,int4")
+    with pytest.raises(UnknownNameError, match=r"Unknown tflite precision 'int4'. Did you mean: int8"):
+        zoo.deploy.export(model, tmp_path, ["tflite"], precision="float32,int4")
+    with pytest.raises(UnknownNameError, match=r"Unknown onnx precision 'dynamic_int8'.*Available: float16, float32, int8"):
+        zoo.deploy.export(model, tmp_path, ["onnx"], precision="dynamic_int8")
     with pytest.raises(formats.OptionError, match="opset expects an integer from 13 to 18. Received: opset=99"):
         zoo.deploy.export(model, tmp_path, ["onnx"], opset=99)
     with pytest.raises(UnknownNameError, match="float16"):
@@ -43,10 +45,10 @@ def test_bad_option_values_name_the_allowed_ones(model, tmp_path):
 
 def test_full_int8_needs_representative_data_of_the_right_shape(model, tmp_path):
     with pytest.raises(formats.OptionError, match="needs representative_data"):
-        zoo.deploy.export(model, tmp_path, ["tflite"], quantization="int8")
+        zoo.deploy.export(model, tmp_path, ["tflite"], precision="int8")
     wrong = np.zeros((8, 28, 28), np.float32)  # no channel axis
     with pytest.raises(zoo.deploy.DataShapeError, match=r"shape \(28, 28\).*'image' expects \(28, 28, 1\)"):
-        zoo.deploy.export(model, tmp_path, ["tflite"], quantization="int8", representative_data=wrong)
+        zoo.deploy.export(model, tmp_path, ["tflite"], precision="int8", representative_data=wrong)
     assert os.listdir(tmp_path) == []
 
 

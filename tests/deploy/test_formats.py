@@ -62,8 +62,8 @@ def test_export_signature_and_docstring_list_every_declared_option():
 
 
 def test_an_unknown_keyword_gets_the_nearest_names_and_the_formats_taking_them(tmp_path):
-    with pytest.raises(UnknownNameError, match=r"'quantisation'. Did you mean: quantization.*quantization: tflite"):
-        zoo.deploy.export(object(), tmp_path, ["onnx"], quantisation="int8")
+    with pytest.raises(UnknownNameError, match=r"'precison'. Did you mean: precision.*precision: tflite, onnx"):
+        zoo.deploy.export(object(), tmp_path, ["onnx"], precison="int8")
     with pytest.raises(UnknownNameError, match=r"Did you mean: test_data"):  # export()'s own keywords too
         zoo.deploy.export(object(), tmp_path, ["onnx"], test_dat=(1, 2), opset=17)
     assert os.listdir(tmp_path) == []
@@ -83,10 +83,10 @@ def test_zoo_export_flags_come_from_the_declarations(capsys):
     for option in formats.cli_options():
         assert (option.cli_flag in text and option.group in text) == option.cli
     assert "--export-dir" in text and "--representative-data" not in text  # renamed flag; Python-only option
-    args = parser.parse_args(["export", "m.keras", "--quantization", "float32,int8", "--int8-io", "--opset", "17",
+    args = parser.parse_args(["export", "m.keras", "--precision", "float32,int8", "--int8-io", "--opset", "17",
                               "--export-dir", "serving", "--sequence-length", "20"])
     assert given_values(args, formats.cli_options()) == {
-        "quantization": ("float32", "int8"), "int8_io": True, "opset": 17, "serving_dir": "serving",
+        "precision": ("float32", "int8"), "int8_io": True, "opset": 17, "serving_dir": "serving",
         "sequence_length": 20}
     with pytest.raises(SystemExit):
         parser.parse_args(["export", "m.keras", "--opset", "99"])
@@ -96,7 +96,7 @@ def test_zoo_export_flags_come_from_the_declarations(capsys):
 def test_the_report_shows_the_options_set_away_from_their_defaults():
     onnx = ArtifactResult("onnx", None, "float32", {"opset": 17}, status="passed")
     default = ArtifactResult("onnx", None, "float32", {"opset": 18}, status="passed")
-    tflite = ArtifactResult("tflite", "int8", "int8", {"quantization": ("int8",), "int8_io": True,
+    tflite = ArtifactResult("tflite", "int8", "int8", {"precision": ("int8",), "int8_io": True,
                                                        "calibration_samples": 200, "sequence_length": None},
                             status="passed")
     assert options_text(onnx) == "opset=17" and options_text(default) == ""

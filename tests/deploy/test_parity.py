@@ -9,6 +9,7 @@ axis None) are briefly trained, so that int8 argmax agreement and accuracy mean 
 """
 
 import json
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,6 +21,7 @@ import zoo.deploy
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 ALL_TFLITE = ("float32", "float16", "dynamic_int8", "int8")
+ONNX_OPENVINO = ("float32", "float16", "int8")  # what ONNX and OpenVINO offer of ALL_TFLITE
 EVAL = 300
 MAX_ABS_DIFF = {"float32": 1e-4, "float16": 1e-2}
 MIN_INT8_AGREEMENT = 0.99
@@ -41,7 +43,7 @@ def _test_split(dataset):
 
 def _export(model, dataset, out):
     return zoo.deploy.export(
-        model, out, quantization=ALL_TFLITE, weight_quantization=("float32", "uint8"),
+        model, out, precision=ALL_TFLITE, weight_quantization=("float32", "uint8"),
         representative_data=zoo.data.load(dataset, "train", 100, seed=1), calibration_samples=300,
         test_data=zoo.data.load(dataset, "test", 1000), max_eval_samples=EVAL,
         data_description=f"{dataset} test split", latency_runs=5,
@@ -92,13 +94,21 @@ def onnx_outputs(path, x):
     return session.run(["predictions"], {session.get_inputs()[0].name: x})[0]
 
 
+def openvino_outputs(path, x):
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(path / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    return compiled(x)[compiled.output("predictions")]
+
+
 def tfjs_outputs(path, x):
     from zoo.deploy.formats.tfjs import TFJSRunner
 
     return TFJSRunner(path).predict(x)["predictions"]
 
 
-RAW = {"saved_model": saved_model_outputs, "tflite": litert_outputs, "onnx": onnx_outputs, "tfjs": tfjs_outputs}
+RAW = {"saved_model": saved_model_outputs, "tflite": litert_outputs, "onnx": onnx_outputs, "tfjs": tfjs_outputs,
+       "openvino": lambda path, x: openvino_outputs(Path(path), x)}
 # What the .tflite of each precision must hold: float16 or int8 tensors where quantized, neither in float32.
 TFLITE_TENSORS = {"float32": lambda t: not t & {"int8", "float16"}, "float16": lambda t: "float16" in t,
                   "dynamic_int8": lambda t: "int8" in t, "int8": lambda t: "int8" in t and "float16" not in t}
@@ -108,7 +118,7 @@ def _check_against_keras(model, report, out, x, y):
     assert report.ok, report.table()
     assert [(r.format, r.variant) for r in report.results] == [
         ("saved_model", None), *[("tflite", q) for q in ALL_TFLITE], ("tfjs", "float32"), ("tfjs", "uint8"),
-        ("onnx", None)]
+        *[("onnx", p) for p in ONNX_OPENVINO], *[("openvino", p) for p in ONNX_OPENVINO]]
     keras_out = model.predict(x, verbose=0)
     keras_accuracy = float(np.mean(np.argmax(keras_out, -1) == y))
     assert report.keras.accuracy == pytest.approx(keras_accuracy, abs=1e-9)
@@ -174,7 +184,7 @@ def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     model = zoo.build("gru_classifier", input_shape=(None, 6), num_classes=4, units=32, num_layers=2,
                       bidirectional=True)
     x = np.random.default_rng(0).random((32, 12, 6), dtype=np.float32)
-    report = zoo.deploy.export(model, tmp_path, ["tflite"], quantization=ALL_TFLITE, representative_data=x,
+    report = zoo.deploy.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE, representative_data=x,
                                test_data=(x, np.zeros(32, np.int32)), latency_runs=0)
     keras_out = model.predict(x, verbose=0)
     for r in report.results:

@@ -145,7 +145,7 @@ def test_subclassed_model_is_traced_from_its_build_shape_and_runs_everywhere(tmp
     model = TwoBranch(name="two_branch")
     model.build((None, 6))  # never called: only the build shape says what it takes
     x = _rng_inputs({"features": (6,)})
-    report = zoo.deploy.export(model, tmp_path, test_data=x["features"], quantization=("float32", "int8"),
+    report = zoo.deploy.export(model, tmp_path, test_data=x["features"], precision=("float32", "int8"),
                                representative_data=_rng_inputs({"features": (6,)}, 128, 1)["features"],
                                latency_runs=0, isolate=False)
     assert report.model["traced_from"] == "build shapes"
@@ -171,7 +171,7 @@ def test_two_named_inputs_and_outputs_in_every_format(tmp_path):
     keras.utils.set_random_seed(0)
     model = _two_in_two_out()
     x = _rng_inputs({"image": (8, 8, 3), "meta": (5,)})
-    report = zoo.deploy.export(model, tmp_path, test_data=x, quantization=("float32", "int8"),
+    report = zoo.deploy.export(model, tmp_path, test_data=x, precision=("float32", "int8"),
                                representative_data=_rng_inputs({"image": (8, 8, 3), "meta": (5,)}, 128, 1),
                                latency_runs=0, isolate=False)
     assert [i["name"] for i in report.model["inputs"]] == ["image", "meta"]
@@ -198,7 +198,7 @@ def test_preprocessing_inside_rescaling_normalization_resizing_center_crop(tmp_p
     model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
     model.fit(train, labels, epochs=5, verbose=0)
     x = {"image": _tinted_images(64, 0)[0]}
-    report = zoo.deploy.export(model, tmp_path, test_data=x["image"], quantization=("float32", "int8"),
+    report = zoo.deploy.export(model, tmp_path, test_data=x["image"], precision=("float32", "int8"),
                                representative_data=_tinted_images(128, 1)[0], latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
 

@@ -44,11 +44,11 @@ _INVERTED_RESIDUAL_SETTINGS = (
 )
 
 
-def _bn(x, name):
-    return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+def _bn(x, name, momentum=0.999):
+    return BatchNormalization(epsilon=1e-3, momentum=momentum, name=name)(x)
 
 
-def inverted_residual_block(x, expansion: int, strides: int, filters: int, name: str):
+def inverted_residual_block(x, expansion: int, strides: int, filters: int, name: str, bn_momentum: float = 0.999):
     """1x1 expansion (skipped when `expansion == 1`) -> 3x3 depthwise -> linear 1x1 projection.
 
     The residual connection is added when the shape is kept.
@@ -57,17 +57,17 @@ def inverted_residual_block(x, expansion: int, strides: int, filters: int, name:
     in_channels = x.shape[-1]
     if expansion != 1:
         x = keras.layers.Conv2D(expansion * in_channels, 1, padding="same", use_bias=False, name=f"{name}expand")(x)
-        x = _bn(x, f"{name}expand_BN")
+        x = _bn(x, f"{name}expand_BN", bn_momentum)
         x = keras.layers.ReLU(6.0, name=f"{name}expand_relu")(x)
     if strides == 2:
         x = keras.layers.ZeroPadding2D(correct_pad(x, 3), name=f"{name}pad")(x)
     x = keras.layers.DepthwiseConv2D(
         3, strides=strides, use_bias=False, padding="same" if strides == 1 else "valid", name=f"{name}depthwise"
     )(x)
-    x = _bn(x, f"{name}depthwise_BN")
+    x = _bn(x, f"{name}depthwise_BN", bn_momentum)
     x = keras.layers.ReLU(6.0, name=f"{name}depthwise_relu")(x)
     x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, name=f"{name}project")(x)
-    x = _bn(x, f"{name}project_BN")
+    x = _bn(x, f"{name}project_BN", bn_momentum)
     if in_channels == filters and strides == 1:
         x = keras.layers.Add(name=f"{name}add")([inputs, x])
     return x
@@ -85,6 +85,7 @@ def mobilenet_v2(
     include_top: bool = True,
     pooling: str | None = None,
     dropout: float = 0.0,
+    bn_momentum: float = 0.999,
     classifier_activation: str | None = "softmax",
 ):
     """MobileNetV2 (Sandler et al. 2018), weight-compatible with keras.applications.MobileNetV2.
@@ -99,6 +100,9 @@ def mobilenet_v2(
         pooling: None, "avg" or "max": the global pooling before the classifier
             ("avg" if None), or of the features without the top (None: the 4D map).
         dropout: dropout before the classifier (Keras' model has none).
+        bn_momentum: BatchNorm moving-average momentum. Keras' 0.999 suits ImageNet-length runs; in
+            a few-epoch run the moving statistics lag far behind (after 1,400 steps a quarter of the
+            initial value remains) and evaluation fails, so short runs want 0.99.
 
     Example:
         >>> model = zoo.build("mobilenet_v2", alpha=0.35, input_shape=(96, 96, 3), num_classes=10)
@@ -107,11 +111,13 @@ def mobilenet_v2(
     check_pooling(pooling, name)
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0. Received: alpha={alpha}")
+    if not 0 < bn_momentum < 1:
+        raise ValueError(f"bn_momentum must be in (0, 1). Received: bn_momentum={bn_momentum}")
     inputs = keras.Input(tuple(input_shape), name="image")
     x = keras.layers.Conv2D(
         make_divisible(32 * alpha, 8), 3, strides=2, padding="same", use_bias=False, name="Conv1"
     )(inputs)
-    x = _bn(x, "bn_Conv1")
+    x = _bn(x, "bn_Conv1", bn_momentum)
     x = keras.layers.ReLU(6.0, name="Conv1_relu")(x)
     block_id = 0
     for expansion, channels, repeats, first_stride in _INVERTED_RESIDUAL_SETTINGS:
@@ -123,11 +129,12 @@ def mobilenet_v2(
                 first_stride if i == 0 else 1,
                 make_divisible(int(channels * alpha), 8),
                 name=prefix,
+                bn_momentum=bn_momentum,
             )
             block_id += 1
     last_filters = make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = keras.layers.Conv2D(last_filters, 1, use_bias=False, name="Conv_1_conv")(x)
-    x = _bn(x, "Conv_1_bn")
+    x = _bn(x, "Conv_1_bn", bn_momentum)
     x = keras.layers.ReLU(6.0, name="out_relu")(x)
     outputs = image_top(x, include_top=include_top, num_classes=num_classes, pooling=pooling,
                         classifier_activation=classifier_activation, dropout=dropout)

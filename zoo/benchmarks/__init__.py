@@ -14,6 +14,7 @@ SUITES = {
     "recipes": "zoo.benchmarks.recipes",
     "transfer": "zoo.benchmarks.transfer",
     "cost-curves": "zoo.benchmarks.cost_curves",
+    "quantization": "zoo.benchmarks.quantization",
 }
 
 

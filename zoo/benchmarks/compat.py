@@ -218,7 +218,7 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
         cells = applicable(candidate, cells)
         formats = sorted({f for f, _ in cells}, key=[c[0] for c in CELLS].index)
         quantization = [p for f, p in cells if f == "tflite"]
-        options = {"quantization": quantization} if quantization else {}
+        options = {"precision": quantization} if quantization else {}  # shared: onnx offers int8 too
         if candidate.classifier:
             size = model.inputs[0].shape[1]
             model, facts = train_decisive(candidate, size)

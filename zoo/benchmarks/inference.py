@@ -287,7 +287,7 @@ def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) 
         test = (data["eval_x"][:RANDOM_SAMPLES], data["eval_y"][:RANDOM_SAMPLES]) if data["eval_y"] is not None \
             else data["eval_x"][:RANDOM_SAMPLES]
         int8 = "int8" in quantization
-        report = export(model, out / "zoo", formats=formats, quantization=quantization or None,
+        report = export(model, out / "zoo", formats=formats, precision=quantization or None,
                         representative_data=data["rep_x"] if int8 else None,
                         calibration_samples=len(data["rep_x"]) if int8 else None,
                         test_data=test, verify=False, latency_runs=0)

@@ -10,23 +10,26 @@ from zoo.cli.common import positive_int as _positive_int
 
 def add(sub):
     from zoo.core.options import add_arguments
-    from zoo.deploy.formats import DEFAULT_FORMATS, cli_options
+    from zoo.deploy.formats import FORMATS, cli_options
 
     p = sub.add_parser(
         "export",
-        help="export to SavedModel, TFLite, TF.js and ONNX, verify each in its runtime, write a report",
+        help="export to SavedModel, TFLite, TF.js, ONNX and OpenVINO, verify each in its runtime, write a report",
         description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
-    p.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help=f"comma-separated: {', '.join(DEFAULT_FORMATS)}")
+    p.add_argument("--formats", default=None,
+                   help=f"comma-separated, of: {', '.join(FORMATS)} (default: each whose runtime is installed)")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
     p.add_argument("--data", metavar="PATH",
                    help="your own data the model was trained on (zoo train --data): its test split for parity and "
-                        "accuracy, its train split for int8 calibration")
-    p.add_argument("--train-split", default="train")
+                        "accuracy, its train split for int8 calibration, its validation split for the accuracy budget")
+    p.add_argument("--train-split", default="train", help="int8 calibration inputs are drawn from it")
+    p.add_argument("--val-split", default="train[-10%:]",
+                   help="labelled data the int8 accuracy budget (--max-accuracy-drop) measures on; never the test split")
     p.add_argument("--test-split", default="test")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
@@ -52,24 +55,27 @@ def _load_model(ref: str, args=None):
     return zoo.build(ref)
 
 
-def _export_data(args, quantization: tuple | None, model=None):
-    """(test_data, representative_data, description) from --dataset or --data; int8 calibration only when asked for."""
-    wants_int8 = bool(quantization) and "int8" in quantization
+def _export_data(args, given: dict, model=None) -> tuple:
+    """(test_data, description) from --dataset or --data; into `given`, the int8 calibration and the accuracy
+    budget's validation data, when asked for."""
     if getattr(args, "data", None):
-        return _own_data(args.data, model, wants_int8)
+        return _own_data(args.data, model, given)
     if not args.dataset:
-        return None, None, None
+        return None, None
     import zoo.data
 
     test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
-    rep = None
-    if wants_int8:
-        rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
-    return test, rep, f"{args.dataset} {args.test_split} split"
+    if "int8" in (given.get("precision") or ()):
+        given["representative_data"] = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0,
+                                                     data_dir=args.data_dir)
+    if given.get("max_accuracy_drop") is not None:
+        given["validation_data"] = zoo.data.load(args.dataset, args.val_split, batch_size=1000, data_dir=args.data_dir)
+    return test, f"{args.dataset} {args.test_split} split"
 
 
-def _own_data(path, model, wants_int8: bool):
-    """The test split (and the train split, for calibration) of your own data, read as the model was trained."""
+def _own_data(path, model, given: dict):
+    """(test data, description) of your own data, read as the model was trained; into `given`, its train split
+    for int8 calibration and its validation split for the accuracy budget, when asked for."""
     import numpy as np
 
     from zoo.deploy import metadata
@@ -87,8 +93,11 @@ def _own_data(path, model, wants_int8: bool):
         return (np.concatenate(xs), np.concatenate(ys)), split
 
     test, split = arrays(None)
-    rep = arrays("train")[0][0] if wants_int8 else None
-    return test, rep, f"{path} {split} split"
+    if "int8" in (given.get("precision") or ()):
+        given["representative_data"] = arrays("train")[0][0]
+    if given.get("max_accuracy_drop") is not None:
+        given["validation_data"] = arrays("validation")[0]
+    return test, f"{path} {split} split"
 
 
 def _cmd_export(args) -> int:
@@ -98,12 +107,10 @@ def _cmd_export(args) -> int:
 
     given = given_values(args, cli_options())
     model = _load_model(args.model, args)
-    test, rep, description = _export_data(args, given.get("quantization"), model)
-    if rep is not None:
-        given["representative_data"] = rep
+    test, description = _export_data(args, given, model)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
-        model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,
+        model, out, args.formats or zoo.deploy.DEFAULT_FORMATS, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
               **({"data": args.data} if args.data else {})}, **given,

@@ -3,6 +3,7 @@
 `ZooModel.train_step` runs one fixed pipeline; a feature hooks into the
 stages it needs and leaves the others alone:
 
+    prepare_model     model -> model, before compile  (quantization-aware training)
     transform_batch   batch -> batch               (mixup, cutmix)
     wrap_forward      forward(x) -> forward'(x)    (gradient checkpointing)
     wrap_loss         loss(batch, y_pred) -> ...   (distillation)
@@ -44,6 +45,10 @@ class TrainFeature:
     name = "feature"
     order = 50
     needs_global_gradients = False  # True: the step all-reduces gradients before this feature sees them
+
+    def prepare_model(self, model: keras.Model) -> keras.Model:
+        """Returns the model to train (called once, before `compile`); most features keep it."""
+        return model
 
     def build(self, model: keras.Model) -> None:
         """Creates state (called by `compile`, inside the model's strategy scope)."""

@@ -21,6 +21,16 @@ def image_to_sequence(x, y):
     return tf.squeeze(x, axis=-1), y
 
 
+def image_to_cifar_shape(x, y):
+    """(28, 28, 1) uint8 image -> (32, 32, 3) float32 in [0, 1]: padded by 2 pixels, gray copied to RGB.
+
+    CIFAR-10's input shape with offline data, for the 32x32 models (resnet20, mobilenet_v2).
+    """
+    x, y = scale_image(x, y)
+    x = tf.pad(x, [[2, 2], [2, 2], [0, 0]])
+    return tf.tile(x, [1, 1, 3]), y
+
+
 def generic_supervised(x, y):
     """Default for TFDS datasets zoo has no spec for.
 

@@ -138,3 +138,18 @@ register_dataset(
         prepare_hint=_MNIST_HINT,  # same data: preparing mnist serves both
     )
 )
+
+register_dataset(
+    DatasetSpec(
+        name="mnist32",
+        source="tfds",
+        tfds_name="mnist",
+        input_shape=(32, 32, 3),
+        num_classes=10,
+        preprocess=preprocessing.image_to_cifar_shape,
+        splits={"train": 60000, "test": 10000},
+        description="MNIST in CIFAR-10's shape: 32x32x3 (padded, gray as RGB), for the 32x32 models offline.",
+        prepare=_prepare_mnist,
+        prepare_hint=_MNIST_HINT,
+    )
+)

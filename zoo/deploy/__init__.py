@@ -2,7 +2,7 @@
 `formats/`, each declaring its options), verification in each runtime, the report, and the
 TF Serving layout.
 
->>> report = zoo.deploy.export(model, "exports/convnet_bn", quantization=("float32", "int8"),
+>>> report = zoo.deploy.export(model, "exports/convnet_bn", precision=("float32", "int8"),
 ...                            representative_data=train_batches, test_data=test_batches)
 >>> print(report.table())
 

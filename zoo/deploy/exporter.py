@@ -108,29 +108,52 @@ def export(
                                       options.get("sequence_length"))
         data_description = "random inputs (no test data given)"
     recurrent = bool(model_io.recurrent_layers(model))
-    tflite = resolved.get("tflite", {})
-    rep_x = None
-    if "int8" in (tflite.get("quantization") or ()):
-        if tflite.get("representative_data") is None:
-            raise OptionError("TFLite quantization 'int8' needs representative_data (from the training pipeline; "
-                              "the CLI draws it with --dataset).")
-        rep_x, _ = inputs.collect(tflite["representative_data"], tflite["calibration_samples"],
+    from zoo.quantization import is_quantized
+
+    quantization_aware = is_quantized(model)  # carries its int8 ranges: no calibration
+    int8 = [name for name, opts in resolved.items() if "int8" in (opts.get("precision") or ())]
+    rep_x = val_x = val_y = None
+    given = next((resolved[n]["representative_data"] for n in int8 if resolved[n].get("representative_data")
+                  is not None), None)
+    if int8 and (given is not None or not quantization_aware):
+        if given is None:
+            raise OptionError(f"int8 ({', '.join(int8)}) needs representative_data (from the training pipeline; "
+                              "the CLI draws it with --dataset or --data).")
+        rep_x, _ = inputs.collect(given, max(resolved[n]["calibration_samples"] for n in int8),
                                   "representative_data", signature)
         shapes = {k: (v.shape[1:], eval_x[k].shape[1:]) for k, v in rep_x.items()}
         if recurrent and any(a != b for a, b in shapes.values()):
             raise DataShapeError(f"representative_data and the test data differ in example shape "
                                  f"({shapes}); the unrolled RNN route needs one static shape.")
+    budgeted = [n for n in int8 if resolved[n].get("max_accuracy_drop") is not None]
+    if budgeted:
+        if quantization_aware:
+            raise OptionError("max_accuracy_drop is post-training int8's budget; a quantization-aware model's int8 "
+                              "uses its learned ranges. Export it without max_accuracy_drop.")
+        if len(signature.inputs) != 1:
+            raise OptionError(f"max_accuracy_drop supports single-input models; this one takes "
+                              f"{len(signature.inputs)} inputs ({signature.describe()}). Export without it.")
+        given = next((resolved[n]["validation_data"] for n in budgeted if resolved[n].get("validation_data")
+                      is not None), None)
+        if given is None:
+            raise OptionError("max_accuracy_drop needs labelled validation_data to measure each layer's sensitivity "
+                              "on (not the test data; the CLI draws it from --dataset's --val-split).")
+        val_x, val_y = inputs.collect(given, None, "validation_data", signature)
+        if val_y is None:
+            raise DataShapeError("validation_data needs labels: (x, y) arrays or batches of (x, y).")
 
     out = _writable_dir(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=out))
     runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
     try:
         data = {name: inputs.save(work / f"{name}.npz", x)
-                for name, x in (("eval_x", eval_x), ("rep_x", rep_x),
+                for name, x in (("eval_x", eval_x), ("rep_x", rep_x), ("val_x", val_x),
                                 ("warmup_x", inputs.take(eval_x, 0, WARMUP_RECORDS) if real_x else None))
                 if x is not None}
         if eval_y is not None:
             data["eval_y"] = _save(work, "eval_y", eval_y)
+        if val_y is not None:
+            data["val_y"] = _save(work, "val_y", val_y)
         refs = _keras_outputs(model, signature, eval_x)
         for i, value in enumerate(refs.values()):
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
@@ -141,7 +164,7 @@ def export(
         model_metadata = None if meta is None else meta.to_json()
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
-        for target in _targets(fmts, resolved, out, model.name):
+        for target in _targets(fmts, resolved, out, model.name, quantization_aware):
             if trace_error:  # nothing to convert: each artifact says why
                 results.append(ArtifactResult(format=target.format, variant=target.variant,
                                               precision=target.precision, options=target.options,
@@ -162,7 +185,10 @@ def export(
         model=_model_facts(model, signature, list(refs), source, recurrent),
         data={"eval": data_description or ("test data" if eval_y is not None else "given inputs"),
               "eval_samples": inputs.count(eval_x),
-              "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data"},
+              "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data",
+              "validation": None if val_x is None else (f"{inputs.count(val_x)} examples of validation_data "
+                                                        "(accuracy budget)"),
+              "quantization_aware": quantization_aware},
         keras=keras_row, results=results, out_dir=str(out), card=dict(card or {}),
         timing={"export_s": sum(r.export_s for r in results), "verify_s": sum(r.verify_s for r in results),
                 "wall_s": time.perf_counter() - t_start},
@@ -216,16 +242,21 @@ _OWN_KEYWORDS = tuple(p for p in inspect.signature(export).parameters if p != "o
 _derive_signature_and_doc(export)
 
 
-def _targets(fmts, options, out: Path, model_name: str) -> list[Target]:
-    """One target per format and variant; its options as plain data (the arrays travel as files)."""
+def _targets(fmts, options, out: Path, model_name: str, quantization_aware: bool = False) -> list[Target]:
+    """One target per format and variant; its options as plain data (the arrays travel as files).
+
+    Every artifact of a quantization-aware model computes int8 arithmetic (emulated or not), so
+    it is held to the int8 tolerance.
+    """
     targets = []
     for f in fmts:
         opts = {k: (os.fspath(v) if k == "serving_dir" and v is not None else v)
-                for k, v in options[f.name].items() if k != "representative_data"}
+                for k, v in options[f.name].items() if k not in ("representative_data", "validation_data")}
         variants = opts[f.variant_option] if f.variant_option else (None,)
         for variant in variants:
             path = out / f.artifact.format(model=model_name, variant=variant)
-            targets.append(Target(format=f.name, module=f.module, variant=variant, precision=f.precision(variant),
+            precision = "int8" if quantization_aware else f.precision(variant)
+            targets.append(Target(format=f.name, module=f.module, variant=variant, precision=precision,
                                   path=str(path), options=opts))
     return targets
 

@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 
-from zoo.deploy.formats.base import Job
+from zoo.deploy.formats.base import CannotVerify, Job
 from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 
 
@@ -59,7 +59,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         result.export_s = time.perf_counter() - t0
         return result
     result.status, result.path, result.route = EXPORTED, str(converted.path), converted.route
-    result.attempts, result.notes = converted.attempts, converted.notes
+    result.attempts, result.notes, result.details = converted.attempts, converted.notes, converted.details
     result.export_s, result.size_bytes = time.perf_counter() - t0, artifact_size(converted.path)
     progress(dataclasses.replace(result))
     if not job.verify:
@@ -67,6 +67,10 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     t1 = time.perf_counter()
     try:
         verification = verify(module.open_runner(converted.path, example=job.example()), job)
+    except CannotVerify as e:
+        result.notes.append(f"not verified: {e}")
+        result.verify_s = time.perf_counter() - t1
+        return result
     except Exception as e:
         result.status = FAILED_VERIFICATION
         result.error = f"runtime error: {type(e).__name__}: {e}"[:2000]

@@ -18,7 +18,7 @@ from zoo.deploy.results import EXPORT_FAILED, PASSED
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
-SHORT = {"saved_model": "sm", "tflite": "tflite", "tfjs": "tfjs", "onnx": "onnx"}
+SHORT = {"saved_model": "sm", "tflite": "tflite", "tfjs": "tfjs", "onnx": "onnx", "openvino": "ov"}
 
 
 def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=print, process=None) -> dict:

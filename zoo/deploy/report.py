@@ -21,7 +21,8 @@ STATUS_TEXT = {
 }
 JSON_NAME = "report.json"
 MARKDOWN_NAME = "report.md"
-_PACKAGES = ("tensorflow", "keras", "ai-edge-litert", "tensorflowjs", "tf2onnx", "onnx", "onnxruntime")
+_PACKAGES = ("tensorflow", "keras", "ai-edge-litert", "ai-edge-quantizer", "tensorflowjs", "tf2onnx", "onnx",
+             "onnxruntime", "openvino", "nncf")
 
 
 def package_versions() -> dict:

@@ -31,6 +31,7 @@ class ArtifactResult:
     route: str | None = None
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    details: dict = dataclasses.field(default_factory=dict)  # format-specific facts, e.g. the accuracy budget's
     error: str | None = None
     export_s: float = 0.0
     verify_s: float = 0.0

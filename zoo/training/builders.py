@@ -64,7 +64,14 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     Call inside a strategy scope. The learning-rate schedule counts optimizer
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
-    if data is not None:
+    if config.qat_from:
+        if data is not None:
+            from zoo.errors import ZooError
+
+            raise ZooError("--qat-from starts from a model trained on a registered --dataset; with your own --data, "
+                           "train with --qat from the start (or pass --dataset).")
+        model = load_start_model(config, input_shape)
+    elif data is not None:
         from zoo.training import own_data
 
         model = own_data.build_model(config, data)
@@ -75,14 +82,35 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     task = get_task(task_of(config, data))
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     strings = any(str(t.dtype) == "string" for t in model.inputs)  # texts, categories: no XLA kernels
+    chosen = features.from_config(config)
+    model = features.prepare_model(model, chosen)  # e.g. the quantization-aware rewrite
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.build_loss(config.label_smoothing),
         metrics=task.metrics(),
         jit_compile=False if strings else resolve_jit_compile(config.jit_compile),
         steps_per_execution=config.steps_per_execution,
-        features=features.from_config(config),
+        features=chosen,
     )
+    return model
+
+
+def load_start_model(config: TrainConfig, input_shape) -> keras.Model:
+    """The trained model `config.qat_from` names, checked against the run's model and data."""
+    from zoo.errors import ZooError
+    import zoo.quantization  # noqa: F401  registers the quantization-aware layers a QAT checkpoint holds
+
+    try:
+        model = keras.saving.load_model(config.qat_from, safe_mode=True, compile=False)
+    except Exception as e:
+        raise ZooError(f"--qat-from {config.qat_from!r} could not be loaded: {type(e).__name__}: {e}") from None
+    if model.name != config.model:
+        raise ZooError(f"--qat-from {config.qat_from!r} holds a {model.name!r} model but the run trains "
+                       f"{config.model!r}; pass --model {model.name} (with its recipe's data).")
+    got = tuple(model.inputs[0].shape[1:])
+    if len(got) != len(input_shape) or any(g is not None and g != e for g, e in zip(got, input_shape)):
+        raise ZooError(f"--qat-from {config.qat_from!r} takes inputs of shape {got}; dataset "
+                       f"{config.dataset!r} has {tuple(input_shape)}.")
     return model
 
 

@@ -128,6 +128,13 @@ class TrainConfig:
                                    group=FEATURES_GROUP, feature=f"{_FEATURE}.ema:EMA")
     gradient_checkpointing: bool = knob(False, "recompute activations in backward", check=BOOL, group=FEATURES_GROUP,
                                         feature=f"{_FEATURE}.checkpointing:GradientCheckpointing")
+    qat: bool = knob(False, "quantization-aware training: int8 fake quantization, BatchNorm folded; exports full int8",
+                     check=BOOL, group=FEATURES_GROUP, feature=f"{_FEATURE}.qat:QuantizationAware")
+    qat_from: str | None = knob(None, "fine-tune this trained float model quantization-aware (implies qat)", check=PATH,
+                                none=True, metavar="MODEL.keras", group=FEATURES_GROUP,
+                                feature=f"{_FEATURE}.qat:QuantizationAware")
+    qat_freeze_bn_after: int | None = knob(None, "QAT: freeze BatchNorm statistics after STEPS steps",
+                                           check=NON_NEGATIVE_INT, none=True, metavar="STEPS", group=FEATURES_GROUP)
     # Reproducibility and safety.
     deterministic: bool = knob(False, "with a seed: bitwise identical runs (enables op determinism)", check=BOOL,
                                group=RUN_GROUP)
@@ -191,6 +198,11 @@ class TrainConfig:
         or the outside world (registry names, files, directories).
         """
         check_values(self)
+        if self.qat_from is not None and not Path(self.qat_from).is_file():
+            raise ValueError(f"qat_from must be a saved .keras model file. Received: qat_from={self.qat_from!r} (not a file)")
+        if (self.qat or self.qat_from) and self.mixed_precision:
+            raise ValueError("Quantization-aware training runs in float32: drop mixed_precision "
+                             f"(Received: mixed_precision={self.mixed_precision!r} with qat).")
         if self.teacher is not None and not Path(self.teacher).is_file():
             raise ValueError(f"teacher must be a saved .keras model file. Received: teacher={self.teacher!r} (not a file)")
         if self.deterministic and self.seed is None:

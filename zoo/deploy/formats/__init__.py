@@ -23,7 +23,7 @@ from zoo.errors import UnknownNameError
 __all__ = ["DEFAULT_FORMATS", "FORMATS", "MODULES", "Format", "OptionError", "cli_options", "get_format",
            "markdown_table", "option_owners", "parse_formats", "resolve_options"]
 
-MODULES = ("saved_model", "tflite", "tfjs", "onnx")
+MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino")
 
 
 def _declarations() -> dict[str, Format]:
@@ -41,7 +41,8 @@ def _declarations() -> dict[str, Format]:
 
 
 FORMATS: dict[str, Format] = _declarations()
-DEFAULT_FORMATS = tuple(FORMATS)
+# Every format whose runtime is installed (an optional one, such as OpenVINO, joins when its extra is).
+DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if not f.missing)
 
 
 def get_format(name: str) -> Format:
@@ -57,6 +58,11 @@ def parse_formats(formats) -> tuple[Format, ...]:
     if not names:
         raise OptionError(f"No export format given. Available: {', '.join(FORMATS)}.")
     chosen = {get_format(n).name for n in names}
+    for name in sorted(chosen):
+        missing = FORMATS[name].missing
+        if missing:
+            raise OptionError(f"Format {name!r} needs {', '.join(missing)}, which is not installed: "
+                              f"pip install 'zoo[{FORMATS[name].extra}]'.")
     return tuple(f for f in FORMATS.values() if f.name in chosen)
 
 
@@ -108,10 +114,18 @@ def resolve_options(formats: tuple[Format, ...], options: dict, other_names=()) 
             if takers:
                 error.args = (f"{error.args[0]} Formats taking them: {'; '.join(takers)}.",)
             raise error
-    return {
+    resolved = {
         f.name: {o.name: o.normalize(options[o.name], f.name) if o.name in options else o.default for o in f.options}
         for f in formats
     }
+    for f in formats:  # a shared variant option (precision): each format writes the values it offers
+        if f.variant_option and f.precisions:
+            asked = resolved[f.name][f.variant_option]
+            offered = tuple(v for v in asked if v in f.precisions)
+            if not offered:
+                raise UnknownNameError(f"{f.name} {f.variant_option}", str(asked[0]), f.precisions)
+            resolved[f.name][f.variant_option] = offered
+    return resolved
 
 
 def markdown_table() -> str:

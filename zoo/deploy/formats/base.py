@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.options import POSITIVE_INT, Option
+from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option
 from zoo.deploy.trace import Signature
 from zoo.fileio import TMP_PREFIX, atomic_dir
 
@@ -54,6 +54,8 @@ class Format:
     variant_option: str | None = None
     precisions: dict | None = None  # variant -> tolerance class; None: float32
     module: str = ""
+    requires: tuple[str, ...] = ()  # Python packages beyond zoo's own dependencies (an optional extra)
+    extra: str = ""  # the pip extra that installs them: `pip install 'zoo[<extra>]'`
 
     def __post_init__(self):
         names = [o.name for o in self.options]
@@ -72,6 +74,13 @@ class Format:
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
 
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The required packages that are not installed (found without importing them)."""
+        import importlib.util
+
+        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
+
     def precision(self, variant: str | None) -> str:
         """The tolerance class of an artifact of this format."""
         return (self.precisions or {}).get(variant, "float32")
@@ -86,6 +95,25 @@ class Format:
 # Shared by the formats with an unrolled RNN route (TFLite, TF.js): one declaration, one flag.
 SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RNN route (default: the data's)",
                          check=POSITIVE_INT)
+
+# Shared by the formats with precisions (TFLite, ONNX, OpenVINO): one `--precision` flag, one keyword.
+# Each format's `precisions` says which of these it writes; a format is asked only for those.
+ARTIFACT_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
+PRECISION = Option("precision", "artifact precisions, one file each, where the format offers them: float32, float16, "
+                   "dynamic_int8 (int8 weights, float compute; TFLite) or int8 (full integer, calibrated on "
+                   "representative_data)",
+                   default=("float32",), choices=ARTIFACT_PRECISIONS, multiple=True)
+REPRESENTATIVE_DATA = Option("representative_data", "calibration inputs for int8: an array, or a tf.data or iterable "
+                             "of batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)",
+                             cli=False)
+CALIBRATION_SAMPLES = Option("calibration_samples", "how many representative inputs int8 calibrates on", default=200,
+                             check=POSITIVE_INT)
+MAX_ACCURACY_DROP = Option(
+    "max_accuracy_drop", "int8 within this many accuracy points of float: the layers whose quantization costs most "
+    "stay float (per-layer sensitivity on validation_data; zoo.deploy.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
+VALIDATION_DATA = Option("validation_data", "labelled (x, y) data the accuracy budget measures on, never the test data "
+                         "(the CLI draws it from --dataset's --val-split)", cli=False)
+INT8_OPTIONS = (REPRESENTATIVE_DATA, CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, VALIDATION_DATA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +145,7 @@ class Job:
     target: Target
     model_path: str | None  # the model as a .keras file (for the RNN routes); None if it could not be saved
     work_dir: str  # scratch space on the output's filesystem
-    data: dict  # name -> path: eval_x, rep_x, warmup_x (.npz of named inputs), eval_y, ref_<i> (.npy)
+    data: dict  # name -> path: eval_x, rep_x, val_x, warmup_x (.npz of named inputs), eval_y, val_y, ref_<i> (.npy)
     output_names: list
     saved_model_dir: str | None = None  # the SavedModel of the model, written by the export
     latency_runs: int = 50
@@ -142,6 +170,18 @@ class Job:
 
         path = self.data.get(name)
         return None if path is None else inputs.load(path)
+
+    def single_input(self, name: str) -> np.ndarray | None:
+        """The array of `name` (eval_x, rep_x, val_x) for code that takes single-input models only
+        (the int8 accuracy budget, OpenVINO's calibration)."""
+        from zoo.errors import ZooError
+
+        x = self.inputs(name)
+        if x is None:
+            return None
+        if len(x) != 1:
+            raise ZooError(f"this step takes single-input models; this one has {len(x)} inputs: {sorted(x)}.")
+        return next(iter(x.values()))
 
     def example(self) -> dict[str, np.ndarray]:
         """The first evaluation example, a batch of one, by input name."""
@@ -219,6 +259,11 @@ class Attempt:
     error: str
 
 
+class CannotVerify(RuntimeError):
+    """An artifact exported as asked that no runtime here can run (e.g. TFLite with Flex ops): reported as
+    exported, not verified, with the reason, rather than as a failure."""
+
+
 class RoutesFailed(RuntimeError):
     """No route of a format converted (or ran); `attempts` says why each failed."""
 
@@ -235,6 +280,7 @@ class Converted:
     route: str | None = None  # e.g. "fixed_batch" or "unrolled" for RNNs in TFLite, "control_flow_v2" in TF.js
     attempts: list[Attempt] = dataclasses.field(default_factory=list)  # routes that failed first
     notes: list[str] = dataclasses.field(default_factory=list)
+    details: dict = dataclasses.field(default_factory=dict)  # e.g. the accuracy budget's float layers and costs
 
 
 class Runner:

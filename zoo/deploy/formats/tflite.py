@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.core.options import BOOL, POSITIVE_INT, Option
-from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
-                                     Runner, atomic_output, predict_in_chunks, unrolled_note)
-from zoo.deploy.diagnose import unsupported_ops_error
+from zoo.core.options import BOOL, Option
+from zoo.deploy.diagnose import UnsupportedOpsError, unsupported_ops_error
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
+                                     CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
+                                     predict_in_chunks, unrolled_note)
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
@@ -32,27 +33,28 @@ FORMAT = Format(
     name="tflite",
     artifact="{model}_{variant}.tflite",
     runtime="ai_edge_litert Interpreter (XNNPACK)",
-    description="LiteRT flatbuffer, builtin ops only; RNNs via a fixed-batch signature or an unrolled rebuild",
-    variant_option="quantization",
+    description="LiteRT flatbuffer, builtin ops only unless allow_flex; RNNs via a fixed-batch signature or an "
+                "unrolled rebuild",
+    variant_option="precision",
     precisions=PRECISIONS,
     options=(
-        Option("quantization", "TFLite precisions, one .tflite each", default=("float32",), choices=tuple(PRECISIONS),
-               multiple=True),
+        PRECISION,
         Option("int8_io", "full int8 with int8 input and output tensors too", default=False, check=BOOL),
-        Option("representative_data", "calibration inputs for full int8: an array, or a tf.data or iterable of "
-               "batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)", cli=False),
-        Option("calibration_samples", "how many representative inputs full int8 calibrates on", default=200,
-               check=POSITIVE_INT),
+        *INT8_OPTIONS,
         SEQUENCE_LENGTH,
+        Option("allow_flex", "let ops without a TFLite builtin run as TensorFlow ops (Flex / TF Select): the "
+               "artifact then needs the Flex delegate linked into the app; off by default, never silent",
+               default=False, check=BOOL),
     ),
 )
+FLEX_PREFIX = "Flex"  # the custom-op code of a TF Select op: "Flex" + the TensorFlow op name
 
 
-def routes(recurrent: bool, quantization: str) -> list[str]:
-    """Routes to try, in order, for a model with (or without) RNN layers and this quantization."""
+def routes(recurrent: bool, precision: str) -> list[str]:
+    """Routes to try, in order, for a model with (or without) RNN layers and this precision."""
     if not recurrent:
         return ["dynamic_batch"]
-    if quantization == "int8":
+    if precision == "int8":
         return ["unrolled"]  # fixed_batch + full int8 segfaults the converter
     return ["fixed_batch", "unrolled"]
 
@@ -68,11 +70,13 @@ def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
     raise ValueError(f"Unknown TFLite route {route!r}.")
 
 
-def _converter(saved_model_dir: str):
+def _converter(saved_model_dir: str, allow_flex: bool = False):
     import tensorflow as tf
 
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[SERVING_SIGNATURE])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if allow_flex:  # the user's explicit choice; Keras' own LiteRT export turns this on by default
+        converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     return converter
 
 
@@ -93,7 +97,7 @@ def _representative(job: Job, example_shape):
     return gen
 
 
-def _quantize(converter, job: Job, example_shape):
+def _quantize(converter, job: Job, example_shape, quantization_aware: bool = False):
     import tensorflow as tf
 
     variant = job.target.variant
@@ -103,8 +107,17 @@ def _quantize(converter, job: Job, example_shape):
     if variant == "float16":
         converter.target_spec.supported_types = [tf.float16]
     elif variant == "int8":
-        converter.representative_dataset = _representative(job, example_shape)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if quantization_aware:
+            # The ranges are the model's fake-quantization ops (the converter's QAT mode): no calibration.
+            # TFLITE_BUILTINS_INT8 is not set: TF 2.21 then demands a representative dataset before it
+            # looks at the graph (lite.py `_validate_int8_required` with graph_def=None for SavedModels);
+            # `check_full_int8` verifies the result instead.
+            pass
+        else:
+            converter.representative_dataset = _representative(job, example_shape)
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            if job.target.options.get("allow_flex"):
+                converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
         if job.target.options.get("int8_io"):
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
@@ -112,27 +125,50 @@ def _quantize(converter, job: Job, example_shape):
 
 
 def convert(job: Job) -> Converted:
+    from zoo.quantization import is_quantized
+
+    options = job.target.options
+    budgeted = job.target.variant == "int8" and options.get("max_accuracy_drop") is not None
     example_shape = job.static_input_shape() if job.recurrent else None
+    quantization_aware = is_quantized(job.keras_model())
+    if budgeted and quantization_aware:
+        raise ValueError("max_accuracy_drop is for post-training int8; a quantization-aware model's int8 already "
+                         "uses its learned ranges. Export it without max_accuracy_drop.")
     attempts = []
     for route in routes(job.recurrent, job.target.variant):
         try:
-            converter = _converter(_saved_model_for(job, route, example_shape))
-            _quantize(converter, job, example_shape)
+            converter = _converter(_saved_model_for(job, route, example_shape), options.get("allow_flex"))
+            if not budgeted:  # the budget quantizes the float model selectively (below)
+                _quantize(converter, job, example_shape, quantization_aware)
             flatbuffer = converter.convert()
+            if quantization_aware and job.target.variant == "int8":
+                check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
         except Exception as e:  # try the next route; the report keeps why this one failed
             unsupported = tflite_unsupported_ops(str(e))
             if unsupported:  # no route helps: the ops are in the graph whatever the route
-                raise unsupported_ops_error("TFLite (builtin ops)", unsupported, job.layers) from None
-            attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}"))
+                error = unsupported_ops_error("TFLite (builtin ops)", unsupported, job.layers)
+                raise UnsupportedOpsError(f"{error}{_flex_hint(e, options)}", error.ops) from None
+            attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}{_flex_hint(e, options)}"))
             continue
+        notes, details = [], {}
+        if budgeted:
+            flatbuffer, details = _budgeted_int8(job, flatbuffer, example_shape)
+            notes.append(f"accuracy budget {options['max_accuracy_drop']:g} points: {details['summary']} "
+                         "(ai-edge-quantizer)")
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
-        notes = []
+        if quantization_aware and job.target.variant == "int8":
+            notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
         if route == "unrolled":
             notes.append(unrolled_note(example_shape))
-        return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
+        flex = flex_ops(flatbuffer)
+        if flex:
+            details["flex_ops"] = flex
+            notes.append(f"uses {len(flex)} Flex (TF Select) op(s), allowed by allow_flex: {', '.join(flex)}; the "
+                         "app must link the Flex delegate")
+        return Converted(job.target.path, route=route, attempts=attempts, notes=notes, details=details)
     raise RoutesFailed("no TFLite route converted", attempts)
 
 
@@ -153,6 +189,85 @@ def tflite_unsupported_ops(message: str) -> dict[str, list[str]]:
         nodes = [n.split("@")[0] for n in re.findall(r'"([^"]+)"', line) if "/" in n]
         found.setdefault(match.group(1), []).extend(nodes or [""])
     return found
+
+
+def _flex_hint(error: Exception, options: dict) -> str:
+    """Where ops lack a TFLite builtin: the ops, and the explicit way to run them anyway."""
+    import re
+
+    ops = sorted(set(re.findall(r"'tf\.(\w+)' op is neither a custom op nor a flex op", str(error))))
+    ops = [op for op in ops if not op.startswith("TensorList")]  # the RNN routes' business
+    if not ops or options.get("allow_flex"):
+        return ""
+    return (f" [ops without a TFLite builtin: {', '.join(ops)}; they would run only as Flex (TF Select) ops: pass "
+            "allow_flex=True / --allow-flex to allow that]")
+
+
+def flex_ops(flatbuffer: bytes) -> list[str]:
+    """The TensorFlow ops a TFLite model runs through Flex (its custom op codes "Flex<Op>")."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf(bytearray(flatbuffer), 0)
+    codes = [(code.customCode or b"").decode() if isinstance(code.customCode, bytes) else (code.customCode or "")
+             for code in model.operatorCodes or []]
+    return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
+
+
+def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, dict]:
+    """Full int8 but the layers the accuracy budget keeps float (zoo.deploy.ptq.budget, ai-edge-quantizer)."""
+    import os
+
+    from zoo.deploy.ptq import budget
+    from zoo.deploy.ptq.litert_selective import SelectiveQuantizer
+
+    (rep,) = job.inputs("rep_x").values()  # the export allows the budget for single-input models only
+    rep = np.asarray(rep[: job.target.options.get("calibration_samples") or 200], np.float32)
+    if example_shape is not None:
+        rep = rep.reshape(len(rep), *example_shape)
+    selective = SelectiveQuantizer(float_model, rep)
+    scratch = os.path.join(job.work_dir, f"budget_tflite_{os.getpid()}")
+    os.makedirs(scratch, exist_ok=True)
+    float_path = os.path.join(scratch, "float32.tflite")
+    with open(float_path, "wb") as f:
+        f.write(float_model)
+    counter = iter(range(10**6))
+
+    def quantize(exclude=(), only=None):
+        path = os.path.join(scratch, f"trial_{next(counter)}.tflite")
+        with open(path, "wb") as f:
+            f.write(selective.quantize(exclude=exclude, only=only))
+        return path
+
+    result = budget.run(job, budget.quantizable_layers(job.keras_model()), quantize, float_path, open_runner)
+    with open(result.chosen.path, "rb") as f:
+        return f.read(), result.details
+
+
+# Ops that legitimately touch float in a full-int8 model: the conversions at its float input and output.
+BOUNDARY_OPS = ("QUANTIZE", "DEQUANTIZE")
+
+
+def float_ops(flatbuffer: bytes) -> list[str]:
+    """The ops of a TFLite model that compute in float, other than the boundary (de)quantization."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_content=flatbuffer)
+    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    found = []
+    for op in interpreter._get_ops_details():  # the public API lists tensors, not ops
+        if op["op_name"] in BOUNDARY_OPS:
+            continue
+        outputs = [tensors[i] for i in op["outputs"] if i in tensors]
+        if any(t["dtype"] == np.float32 for t in outputs):
+            found.append(f"{op['op_name']} ({outputs[0]['name']})")
+    return found
+
+
+def check_full_int8(flatbuffer: bytes) -> None:
+    """Raises if any op of an int8 TFLite model still computes in float, naming the ops."""
+    found = float_ops(flatbuffer)
+    if found:
+        raise RuntimeError(f"the int8 model still computes {len(found)} op(s) in float: {', '.join(found[:5])}")
 
 
 def _last_line(e: Exception) -> str:
@@ -208,7 +323,8 @@ class TFLiteRunner(Runner):
 
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLiteRunner:
-    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it."""
+    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it.
+    A model with Flex ops (allow_flex) cannot run here: `CannotVerify`."""
     runner = TFLiteRunner(path, num_threads=threads)
     if example is None:
         return runner
@@ -216,6 +332,10 @@ def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLite
         runner.predict(example)
         return runner
     except RuntimeError as e:
+        if FLEX_PREFIX in str(e):
+            raise CannotVerify(
+                "it runs Flex (TF Select) ops, and neither LiteRT 2.3's interpreter nor TensorFlow 2.21's links the "
+                "Flex delegate in Python; run it where the app links it (tensorflow-lite-select-tf-ops)") from None
         # XNNPACK refuses to prepare some full-int8 unrolled RNN graphs calibrated on real data
         # ("failed to create XNNPACK runtime"); TFLite's own int8 kernels run them.
         if "XNNPACK" not in str(e):

@@ -24,6 +24,7 @@ from zoo.training.features.freezing import FreezeBackbone
 from zoo.training.features.layer_decay import LayerwiseLRDecay
 from zoo.training.features.mixed_precision import POLICIES, policy_scope
 from zoo.training.features.mixing import BatchMixing, CutMix, Mixup
+from zoo.training.features.qat import QuantizationAware
 from zoo.training.features.sam import SAM
 from zoo.training.knobs import active_features
 
@@ -33,8 +34,15 @@ def from_config(config) -> list[TrainFeature]:
     return [feature.from_config(config) for feature in active_features(config)]
 
 
+def prepare_model(model, chosen):
+    """The model the features train (`TrainFeature.prepare_model`, in order); call before `compile`."""
+    for f in sorted(chosen, key=lambda f: f.order):
+        model = f.prepare_model(model)
+    return model
+
+
 __all__ = [
     "POLICIES", "EMA", "SAM", "Batch", "BatchMixing", "ClipByGlobalNorm", "CutMix", "Distillation", "FreezeBackbone",
-    "GradientAccumulation", "GradientCheckpointing", "LayerwiseLRDecay", "LossScaling", "Mixup", "TrainFeature",
-    "from_config", "policy_scope",
+    "GradientAccumulation", "GradientCheckpointing", "LayerwiseLRDecay", "LossScaling", "Mixup", "QuantizationAware",
+    "TrainFeature", "from_config", "policy_scope", "prepare_model",
 ]

@@ -1,0 +1,80 @@
+"""Selective int8 of a float TFLite model with LiteRT's own quantizer, `ai-edge-quantizer`.
+
+The TFLite converter quantizes all or nothing; ai-edge-quantizer takes a recipe of
+(regex over op scope names, op, algorithm) rules where the last matching rule wins, so one
+rule quantizes everything (int8 activations per tensor, int8 weights per channel: the
+converter's full-int8 scheme) and later `no_quantize` rules keep chosen layers float, with
+(de)quantize ops at the boundaries. The scope of an op is its output tensor names, which
+carry the Keras layer names (`model_1/stage1_conv_1/convolution;...`), so a layer is selected
+by its name.
+
+Calibration runs once, with every op in the recipe, and serves every selective recipe.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+SIGNATURE_KEY = "serving_default"
+A8W8 = {
+    "activation_tensor_config": {"num_bits": 8, "symmetric": False, "granularity": "TENSORWISE", "dtype": "INT"},
+    "weight_tensor_config": {"num_bits": 8, "symmetric": True, "granularity": "CHANNELWISE", "dtype": "INT"},
+    "compute_precision": "INTEGER",
+    "explicit_dequantize": False,
+    "skip_checks": False,
+    "min_weight_elements": 0,
+}
+QUANTIZE_ALL = {"regex": ".*", "operation": "*", "algorithm_key": "min_max_uniform_quantize", "op_config": A8W8}
+
+
+def available() -> bool:
+    try:
+        import ai_edge_quantizer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require():
+    if not available():
+        raise ImportError("Accuracy-budgeted TFLite int8 needs LiteRT's quantizer: pip install 'zoo[quantization]' "
+                          "(ai-edge-quantizer).")
+
+
+def layer_regex(layer: str) -> str:
+    """The scope regex of a Keras layer's ops: `.../<layer>/...` or `.../<layer>_<n>/...` (TF's name scopes)."""
+    return rf"(^|/){re.escape(layer)}(_\d+)?/"
+
+
+def recipe(exclude=(), only=None) -> list[dict]:
+    """Everything int8 but the `exclude` layers, or only the `only` layer."""
+    if only is not None:
+        return [{**QUANTIZE_ALL, "regex": layer_regex(only)}]
+    keep_float = [{"regex": layer_regex(name), "operation": "*", "algorithm_key": "no_quantize"} for name in exclude]
+    return [QUANTIZE_ALL, *keep_float]
+
+
+class SelectiveQuantizer:
+    """Calibrates a float TFLite model once, then writes int8 variants of it with chosen layers kept float."""
+
+    def __init__(self, float_model: bytes, calibration_x: np.ndarray):
+        require()
+        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_quantizer import quantizer
+
+        self.float_model = bytes(float_model)
+        runner = Interpreter(model_content=self.float_model).get_signature_runner(SIGNATURE_KEY)
+        (self.input_name,) = runner.get_input_details()
+        calibrator = quantizer.Quantizer(self.float_model)
+        calibrator.load_quantization_recipe(recipe())
+        samples = [{self.input_name: np.asarray(x[None], np.float32)} for x in calibration_x]
+        self.calibration = calibrator.calibrate({SIGNATURE_KEY: samples})
+
+    def quantize(self, exclude=(), only=None) -> bytes:
+        from ai_edge_quantizer import quantizer
+
+        q = quantizer.Quantizer(self.float_model)
+        q.load_quantization_recipe(recipe(exclude, only))
+        return bytes(q.quantize(self.calibration, enable_progress_report=False).quantized_model)

@@ -1,0 +1,154 @@
+"""ONNX float16, and static int8 in QDQ form, with onnxruntime's own tools.
+
+- `to_float16`: onnxruntime's `convert_float_to_float16`, float32 inputs and outputs kept.
+- `quantize_int8`: `onnxruntime.quantization.quantize_static`, QDQ format, calibrated on
+  representative inputs (min/max), weights int8 symmetric per channel, activations uint8
+  asymmetric per tensor: the setting onnxruntime recommends for x86 CPUs with VNNI (its
+  `quantize_static` docstring, "Choosing parameters for CPU inference"), whose int8 kernels are
+  u8s8. `exclude` keeps nodes in float (`nodes_to_exclude`; the accuracy-budgeted search),
+  `only` quantizes just those (`nodes_to_quantize`; per-layer sensitivity).
+- `quantize_learned`: the int8 QDQ model of a quantization-aware model. tf2onnx turns its
+  activation fake-quant ops into QuantizeLinear/DequantizeLinear pairs (its
+  `FakeQuantWithMinMaxVars` handler) and folds the weight ones into on-grid constants; the pairs
+  are lifted out as `TensorQuantOverrides` and `quantize_static` writes the QDQ model with the
+  learned ranges (the per-channel weight scales it computes, max|w|/127, are the ones training
+  used, so the weights requantize exactly).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+CALIBRATION_BATCH = 32
+# Ops whose output keeps the input's quantization range (onnxruntime quantizes their output, not their input).
+SAME_RANGE = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "MaxPool")
+
+
+class _Batches:
+    """onnxruntime's `CalibrationDataReader` over the model's inputs: an array (one input) or a dict of
+    arrays by input name (`zoo.deploy.inputs`)."""
+
+    def __init__(self, names: list[str], x, batch: int = CALIBRATION_BATCH):
+        if not isinstance(x, dict):
+            if len(names) != 1:
+                raise ValueError(f"The ONNX model takes inputs {names}; calibration data must name them.")
+            x = {names[0]: x}
+        elif len(x) == 1 and len(names) == 1:
+            x = {names[0]: next(iter(x.values()))}
+        missing = sorted(set(names) - set(x))
+        if missing:
+            raise ValueError(f"Calibration data lacks ONNX input(s) {missing}; it has {sorted(x)}.")
+        count = len(next(iter(x.values())))
+        self._items = iter([{n: _contiguous(x[n][i : i + batch]) for n in names} for i in range(0, count, batch)])
+
+    def get_next(self):
+        return next(self._items, None)
+
+
+def _contiguous(a) -> np.ndarray:
+    a = np.asarray(a)
+    return np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind == "f" else a.dtype)
+
+
+def input_names(model_path) -> list[str]:
+    import onnx
+
+    model = onnx.load(str(model_path), load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
+def quantize_int8(prepared_path, out_path, calibration_x, *, exclude=(), only=None, overrides=None,
+                  calibration_cache=None) -> Path:
+    """Static int8 QDQ model of `prepared_path` (see `preprocess`), written to `out_path`.
+
+    `calibration_cache`: a JSON path where onnxruntime keeps the calibrated ranges, so a search
+    that quantizes the same model many times calibrates once.
+    """
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    extra = {"TensorQuantOverrides": overrides} if overrides else {}
+    kwargs = {"calibration_cache_path": str(calibration_cache)} if calibration_cache else {}
+    quantize_static(
+        str(prepared_path), str(out_path), _Batches(input_names(prepared_path), calibration_x),
+        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+        nodes_to_exclude=list(exclude), nodes_to_quantize=list(only) if only is not None else None,
+        extra_options=extra, **kwargs,
+    )
+    return Path(out_path)
+
+
+def lift_fake_quant(model):
+    """(float model, overrides): the QuantizeLinear -> DequantizeLinear pairs on activations removed, their
+    scale and zero point returned as `TensorQuantOverrides` keyed by the tensor they quantized."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for node in graph.node:  # tf2onnx may emit the scale and zero point as Constant nodes
+        if node.op_type == "Constant":
+            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    producers = {o: n for n in graph.node for o in n.output}
+    overrides, rename, dropped = {}, {}, set()
+    for dq in graph.node:
+        if dq.op_type != "DequantizeLinear":
+            continue
+        q = producers.get(dq.input[0])
+        if q is None or q.op_type != "QuantizeLinear":
+            continue
+        source = q.input[0]
+        scale = float(np.asarray(consts[q.input[1]]).reshape(()))
+        zero = np.asarray(consts[q.input[2]]).reshape(())
+        overrides[source] = [{"scale": np.array(scale, np.float32), "zero_point": np.array(zero, zero.dtype)}]
+        rename[dq.output[0]] = source
+        dropped.update((q.name, dq.name))
+    kept = [n for n in graph.node if n.name not in dropped]
+    for node in kept:
+        for i, name in enumerate(node.input):
+            node.input[i] = _follow(rename, name)
+    for node in kept:  # in graph order: a layout op's output has its input's range (NHWC->NCHW reshapes, pooling)
+        if node.op_type in SAME_RANGE and node.input and node.input[0] in overrides:
+            for output in node.output:
+                overrides.setdefault(output, overrides[node.input[0]])
+    for output in graph.output:
+        if output.name in rename:  # the model output itself was fake-quantized: keep its name
+            source = _follow(rename, output.name)
+            kept.append(onnx.helper.make_node("Identity", [source], [output.name], name=f"{output.name}_identity"))
+    del graph.node[:]
+    graph.node.extend(kept)
+    used = {name for node in kept for name in node.input}
+    unused = [i for i in graph.initializer if i.name not in used and i.name not in {o.name for o in graph.output}]
+    for initializer in unused:  # the lifted pairs' scales and zero points
+        graph.initializer.remove(initializer)
+    return model, overrides
+
+
+def _follow(rename: dict, name: str) -> str:
+    while name in rename:
+        name = rename[name]
+    return name
+
+
+def quantize_learned(fake_quant_onnx: Path, out_path, work_dir, calibration_x) -> Path:
+    """The int8 QDQ model of a quantization-aware model's ONNX graph, with its learned activation ranges.
+
+    Tensors without a learned range (a softmax output) are calibrated on `calibration_x`.
+    """
+    import onnx
+
+    float_model, overrides = lift_fake_quant(onnx.load(str(fake_quant_onnx)))
+    work_dir = Path(work_dir)
+    lifted = work_dir / "qat_float.onnx"
+    onnx.save(float_model, str(lifted))
+    # No graph optimization before quantizing: it could rename the tensors the overrides name.
+    return quantize_int8(lifted, out_path, calibration_x, overrides=overrides)
+
+
+def size_bytes(path) -> int:
+    return os.path.getsize(path)
