@@ -159,7 +159,7 @@ def export(
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
         keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
         saved_model_dir, trace_error = _write_saved_model(model, signature, work)
-        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent)
+        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
         meta = metadata.of_model(model)
         model_metadata = None if meta is None else meta.to_json()
         results: list[ArtifactResult] = []
@@ -173,6 +173,7 @@ def export(
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
                       verify=verify, signature=signature, layers=layers, recurrent=recurrent,
+                      quantization_aware=quantization_aware,
                       model_path_error=model_path_error, model_name=model.name, allow_unsafe_ops=allow_unsafe_ops,
                       unsafe_deserialization=unsafe_deserialization, metadata=model_metadata)
             results.append(runner.run(job, timeout_s))
@@ -281,10 +282,11 @@ def _save(work: Path, name: str, array) -> str:
     return str(path)
 
 
-def _save_model(model, work: Path, recurrent: bool) -> tuple[str | None, str | None]:
-    """(a .keras file of the model, None), or (None, why not). Only the RNN routes rebuild the model from it."""
-    if not recurrent:
-        return None, "not needed: the model has no RNN layers"
+def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None]:
+    """(a .keras file of the model, None), or (None, why not). Only the RNN routes rebuild the model from it,
+    and the int8 accuracy budget reads its layers."""
+    if not needed:
+        return None, "not needed: the model has no RNN layers and no accuracy budget"
     path = work / f"{model.name}.keras"
     try:
         model.save(path)

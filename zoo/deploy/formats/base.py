@@ -154,6 +154,7 @@ class Job:
     signature: Signature | None = None  # the model's named inputs (`zoo.deploy.trace`)
     layers: dict = dataclasses.field(default_factory=dict)  # layer name -> class name, for error messages
     recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers
+    quantization_aware: bool = False  # trained with fake quantization (zoo.quantization): int8 from its own ranges
     model_path_error: str | None = None  # why model_path is None
     model_name: str = "model"
     allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)

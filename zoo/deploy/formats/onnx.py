@@ -56,8 +56,6 @@ def _float_proto(job: Job):
 
 def convert(job: Job) -> Converted:
     from zoo.deploy.ptq import onnx_static
-    from zoo.quantization import is_quantized
-
     precision, options = job.target.variant, job.target.options
     notes, details = [f"opset {options['opset']}"], {}
     proto, erfc = _float_proto(job)
@@ -75,7 +73,7 @@ def convert(job: Job) -> Converted:
     with atomic_output(job.target.path) as tmp:
         if precision == "float16":
             onnx_static.to_float16(float_path, tmp)
-        elif is_quantized(job.keras_model()):
+        elif job.quantization_aware:
             onnx_static.quantize_learned(float_path, tmp, scratch, _calibration(job))
             notes.append("int8 ranges learned in quantization-aware training")
         elif options.get("max_accuracy_drop") is not None:

@@ -56,9 +56,7 @@ def convert(job: Job) -> Converted:
     model = ov.convert_model(job.saved_model())
     notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
     if precision == "int8":
-        from zoo.quantization import is_quantized
-
-        if is_quantized(job.keras_model()):  # convert_model already made its fake quantization FakeQuantize ops
+        if job.quantization_aware:  # convert_model already made its fake quantization FakeQuantize ops
             notes.append("int8 ranges learned in quantization-aware training (the model's own FakeQuantize ops)")
         else:
             model, details = _quantize(job, model, ov)

@@ -125,12 +125,10 @@ def _quantize(converter, job: Job, example_shape, quantization_aware: bool = Fal
 
 
 def convert(job: Job) -> Converted:
-    from zoo.quantization import is_quantized
-
     options = job.target.options
     budgeted = job.target.variant == "int8" and options.get("max_accuracy_drop") is not None
     example_shape = job.static_input_shape() if job.recurrent else None
-    quantization_aware = is_quantized(job.keras_model())
+    quantization_aware = job.quantization_aware
     if budgeted and quantization_aware:
         raise ValueError("max_accuracy_drop is for post-training int8; a quantization-aware model's int8 already "
                          "uses its learned ranges. Export it without max_accuracy_drop.")
