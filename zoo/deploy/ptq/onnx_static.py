@@ -61,6 +61,33 @@ def input_names(model_path) -> list[str]:
     return [i.name for i in model.graph.input if i.name not in initializers]
 
 
+def to_float16(float_path, out_path) -> Path:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = convert_float_to_float16(onnx.load(str(float_path)), keep_io_types=True)
+    onnx.save(model, str(out_path))
+    return Path(out_path)
+
+
+def preprocess(float_path, out_path) -> Path:
+    """onnxruntime's `quant_pre_process` (shape inference, graph optimization), as its docs advise before quantizing."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quant_pre_process(str(float_path), str(out_path), skip_symbolic_shape=True)
+    return Path(out_path)
+
+
+def quantizable_nodes(model_path) -> list[str]:
+    """Names of the nodes with weights that static int8 quantizes (Conv, MatMul, Gemm), in graph order."""
+    import onnx
+
+    model = onnx.load(str(model_path))
+    initializers = {i.name for i in model.graph.initializer}
+    return [n.name for n in model.graph.node
+            if n.op_type in ("Conv", "MatMul", "Gemm") and any(i in initializers for i in n.input[1:2])]
+
+
 def quantize_int8(prepared_path, out_path, calibration_x, *, exclude=(), only=None, overrides=None,
                   calibration_cache=None) -> Path:
     """Static int8 QDQ model of `prepared_path` (see `preprocess`), written to `out_path`.
