@@ -66,10 +66,19 @@ def convert(job: Job) -> Converted:
     return Converted(job.target.path, notes=notes, details=details)
 
 
-def _dataset(x: np.ndarray):
+def _dataset(x):
+    """NNCF's calibration items, one example each: arrays (one input) or dicts by input name (several)."""
     import nncf
 
-    return nncf.Dataset([np.asarray(x[i : i + 1], np.float32) for i in range(len(x))])
+    if isinstance(x, dict):
+        n = len(next(iter(x.values())))
+        return nncf.Dataset([{k: _feed(v[i : i + 1]) for k, v in x.items()} for i in range(n)])
+    return nncf.Dataset([_feed(x[i : i + 1]) for i in range(len(x))])
+
+
+def _feed(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype.kind == "f" else a
 
 
 def _quantize(job: Job, model, ov):
@@ -77,12 +86,15 @@ def _quantize(job: Job, model, ov):
     import nncf
 
     options = job.target.options
-    rep = job.single_input("rep_x")
-    rep = np.asarray(rep[: options.get("calibration_samples") or 200], np.float32)
+    n = options.get("calibration_samples") or 200
+    named = {k: np.asarray(v[:n]) for k, v in job.inputs("rep_x").items()}
     budget = options.get("max_accuracy_drop")
     if budget is None:
-        quantized = nncf.quantize(model, _dataset(rep), subset_size=len(rep))
-        return quantized, {"note": f"NNCF post-training int8, calibrated on {len(rep)} examples"}
+        data = named if len(named) > 1 else next(iter(named.values()))
+        count = len(next(iter(named.values())))
+        quantized = nncf.quantize(model, _dataset(data), subset_size=count)
+        return quantized, {"note": f"NNCF post-training int8, calibrated on {count} examples"}
+    rep = np.asarray(job.single_input("rep_x")[:n], np.float32)  # the budget takes single-input models
     x, y = job.single_input("val_x"), job.array("val_y")
     if x is None or y is None:
         raise ValueError("max_accuracy_drop needs labelled validation_data (the CLI draws it from --val-split).")
@@ -208,29 +220,27 @@ class OpenVINORunner(Runner):
         self._config = {"INFERENCE_NUM_THREADS": num_threads, "INFERENCE_PRECISION_HINT": "f32",
                         "PERFORMANCE_HINT": "LATENCY"}
         self._requests: dict[tuple, tuple] = {}
+        self.input_names = [i.any_name for i in self._model.inputs]
 
-    def _request(self, shape: tuple):
-        if shape not in self._requests:
+    def _request(self, shapes: tuple):
+        if shapes not in self._requests:
             model = self._model.clone()
-            model.reshape(list(shape))
+            model.reshape({name: list(shape) for name, shape in zip(self.input_names, shapes)})
             compiled = self._core.compile_model(model, DEVICE, self._config)
-            self._requests[shape] = (compiled.create_infer_request(), [(o, o.any_name) for o in compiled.outputs])
-        return self._requests[shape]
+            self._requests[shapes] = (compiled.create_infer_request(), [(o, o.any_name) for o in compiled.outputs])
+        return self._requests[shapes]
 
-    def _infer(self, batch: np.ndarray) -> dict[str, np.ndarray]:
-        request, outputs = self._request(batch.shape)
-        result = request.infer([batch])
+    def _infer(self, batch: dict) -> dict[str, np.ndarray]:
+        request, outputs = self._request(tuple(batch[n].shape for n in self.input_names))
+        result = request.infer({n: batch[n] for n in self.input_names})
         return {name: np.array(result[output]) for output, name in outputs}
 
     def predict(self, x) -> dict[str, np.ndarray]:
-        """Outputs for `x`: an array, or a dict holding the model's one input (single-input models only)."""
-        if isinstance(x, dict):
-            if len(x) != 1:
-                from zoo.errors import ZooError
-
-                raise ZooError(f"the OpenVINO runner takes single-input models; got inputs {sorted(x)}.")
-            (x,) = x.values()
-        return predict_in_chunks(lambda b: self._infer(b["x"]), {"x": np.asarray(x, np.float32)}, 256)
+        """Outputs for `x`: an array (one input), or arrays by input name."""
+        if isinstance(x, dict) and len(x) == 1 and len(self.input_names) == 1:
+            x = next(iter(x.values()))  # the IR may name its one input differently from the signature
+        named = {k: _feed(v) for k, v in self.named(x).items()}
+        return predict_in_chunks(self._infer, named, 256)
 
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> OpenVINORunner:
