@@ -25,6 +25,7 @@ Every point is measured in one run, on the machine (and load) recorded.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import tempfile
@@ -105,6 +106,9 @@ def training_curve(name: str, input_shape, batch_sizes=BATCH_SIZES, fit_seconds:
         steps_per_s, _, _ = timed_fit(model, ds, steps, 3)
         points.append({"batch_size": b, "samples_per_s": round(steps_per_s * b, 1),
                        "step_ms": round(1e3 / steps_per_s, 3)})
+        del model, ds
+        keras.backend.clear_session()  # one model at a time: the machine's memory is shared
+        gc.collect()
         print(f"[cost] {name} batch {b}: {steps_per_s * b:,.0f} samples/s ({1e3 / steps_per_s:.2f} ms/step)",
               flush=True)
     t0_ms, per_sample_ms = fit_affine([p["batch_size"] for p in points], [p["step_ms"] for p in points])
