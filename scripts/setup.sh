@@ -28,6 +28,10 @@ assert md.version("tensorflow").startswith("2.21."), f"TensorFlow changed to {md
 PY
 # The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json.
 (cd zoo/deploy/js && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+# Headless Chromium (Debian's package) for the TF.js web page test; the test skips, saying so, without it.
+if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
+  apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/deploy/test_web_page.py will skip"
+fi
 
 export TF_CPP_MIN_LOG_LEVEL=2
 "$VENV/bin/zoo" data prepare mnist >/dev/null

@@ -12,18 +12,20 @@ import pytest
 
 import zoo
 import zoo.data
+from tests.conftest import params_marking_variants_slow
 from zoo.architectures import registry
 from zoo.training import ZooModel
-from tests.conftest import params_marking_variants_slow
 
 
 def is_auto_named(layer) -> bool:
-    """Keras' automatic names: the class name in snake case, numbered (`re_lu_3`), or bare
-    (`conv2d`) on a layer with weights, which weight files find by name (a `flatten` may be chosen)."""
+    """Keras' automatic names: the class name in snake case, numbered by the session (`conv2d_3`, `re_lu_7`).
+
+    Readable names may end in a digit (keras.applications' `conv_1`, `block1_conv2`) or equal a class's
+    snake case (`flatten`, `embedding`), so only the numbered class name counts as automatic.
+    """
     auto = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", type(layer).__name__)  # keras.src.utils.naming.to_snake_case
     auto = re.sub("([a-z])([A-Z])", r"\1_\2", auto).lower()
-    return re.fullmatch(rf"{re.escape(auto)}_\d+", layer.name) is not None or (
-        layer.name == auto and bool(layer.weights))
+    return re.fullmatch(rf"{re.escape(auto)}_\d+", layer.name) is not None
 
 
 def small_input_shape(name):

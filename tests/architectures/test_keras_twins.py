@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.architectures.keras_files import keras_reloads_identically, randomize_weights, write_keras_applications_h5
+from tests.architectures.keras_files import (
+    keras_reloads_identically,
+    randomize_weights,
+    write_keras_applications_h5,
+)
 from zoo.architectures import registry
 
 TWINS = [n for n in zoo.list_models() if registry.get_spec(n).keras_twin]
@@ -25,7 +29,7 @@ def keras_application(name):
 def test_the_issue_families_have_twins():
     applications = {registry.get_spec(n).keras_twin.application for n in TWINS}
     assert {"ResNet50", "MobileNetV2", "EfficientNetB0", "EfficientNetB7", "MobileNetV3Small", "MobileNetV3Large",
-            "ConvNeXtTiny", "ConvNeXtLarge", "DenseNet121", "VGG16"} <= applications
+            "ConvNeXtTiny", "ConvNeXtLarge", "DenseNet121", "VGG16", "EfficientNetV2B0", "EfficientNetV2S"} <= applications
 
 
 def count_cases():
@@ -54,6 +58,7 @@ FAMILY_CASES = {
     "resnet50": 64,
     "mobilenet_v2": 64,
     "efficientnet_b0": 64,
+    "efficientnet_v2_b0": 64,
     "mobilenet_v3_small": 64,
     "convnext_tiny": 32,
     "densenet121": 64,

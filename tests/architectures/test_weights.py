@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.architectures.keras_files import randomize_weights, write_keras_applications_h5
-from zoo.architectures.weights import WeightsMismatchError, load_weights, read_weight_file
+from tests.architectures.keras_files import (
+    randomize_weights,
+    write_keras_applications_h5,
+)
+from zoo.architectures.weights import (
+    WeightsMismatchError,
+    load_weights,
+    read_weight_file,
+)
 
 SHAPE = (28, 28, 1)
 

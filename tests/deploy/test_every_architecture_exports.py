@@ -41,9 +41,9 @@ def process(tmp_path_factory):
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
 @pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, process):
-    from zoo.deploy import exporter
+    from zoo.deploy import inputs
 
-    monkeypatch.setattr(exporter, "RANDOM_EVAL_SAMPLES", 8)
+    monkeypatch.setattr(inputs, "RANDOM_EVAL_SAMPLES", 8)
     (row,) = matrix.export_matrix(tmp_path, [name], progress=None, process=process).values()
     problems = []
     for fmt, r in row.items():

@@ -33,6 +33,18 @@ def classifier_head(
 KERAS_HEAD_ALIASES = {"predictions": "head_dense"}
 
 
+@keras.saving.register_keras_serializable(package="zoo")
+def gelu_erf(x):
+    """Exact GELU (Hendrycks & Gimpel 2016) written with `erf`: 0.5 x (1 + erf(x / sqrt 2)).
+
+    The same function as Keras' `gelu(approximate=False)`, but TensorFlow lowers
+    that one to `Erfc`, an op neither tf2onnx nor the TF.js converter handles;
+    `Erf` exports to ONNX and TF.js (and TFLite) as is.
+    """
+    return 0.5 * x * (1.0 + keras.ops.erf(x * 0.7071067811865476))
+
+
+
 def conv_bn_act(
     x, filters: int, kernel_size=3, *, strides=1, activation="relu", name: str, padding="same", bn_momentum=0.99
 ):

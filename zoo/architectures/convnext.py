@@ -9,7 +9,9 @@ by layer name. Keras wraps the stem and each downsampling layer in a
 `Sequential`; here their layers sit in the model itself, under the inner
 names Keras gives them, and the weight loader splits Keras' groups by
 those names. Drop-path is a `Dropout` with one draw per example, which is
-what keras' `StochasticDepth` computes. The model takes pixels in [0, 255].
+what keras' `StochasticDepth` computes. The 7x7 depthwise convs and GELU
+are written so that every export format takes them (`ChannelwiseConv2D`,
+`gelu_erf`). The model takes pixels in [0, 255].
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from zoo.architectures.blocks import check_image_input, check_pooling, make_model
+from zoo.architectures.blocks import check_image_input, check_pooling, gelu_erf, make_model
+from zoo.architectures.normalization import Normalization
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -66,6 +69,35 @@ class LayerScale(keras.layers.Layer):
         return {**super().get_config(), "init_value": self.init_value, "projection_dim": self.projection_dim}
 
 
+@keras.saving.register_keras_serializable(package="zoo")
+class ChannelwiseConv2D(keras.layers.Conv2D):
+    """A `Conv2D` with `groups == filters ==` input channels, computed as a depthwise convolution.
+
+    It holds the grouped convolution's weights (kernel `(k, k, 1, C)`), so
+    keras.applications' ConvNeXt files load. Keras' TensorFlow backend runs
+    grouped convolutions through an XLA-compiled function ("grouped
+    convolutions are broken on CPU without XLA", keras/src/backend/tensorflow/nn.py),
+    which tf2onnx cannot convert (a `StatefulPartitionedCall` node); a
+    depthwise convolution is native in every runtime. Reshaping the kernel to
+    `(k, k, C, 1)` keeps each channel's filter, element for element.
+    """
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        if not (self.groups == self.filters == input_shape[-1]) or self.data_format != "channels_last":
+            raise ValueError(f"{self.name}: ChannelwiseConv2D needs groups == filters == input channels, channels "
+                             f"last. Received: groups={self.groups}, filters={self.filters}, input_shape={input_shape}")
+
+    def call(self, inputs):
+        k = self.kernel
+        kernel = keras.ops.reshape(k, (k.shape[0], k.shape[1], self.filters, 1))
+        x = keras.ops.depthwise_conv(inputs, kernel, strides=self.strides, padding=self.padding,
+                                     data_format=self.data_format, dilation_rate=self.dilation_rate)
+        if self.use_bias:
+            x = x + self.bias
+        return self.activation(x) if self.activation is not None else x
+
+
 def _layer_norm(x, name):
     return keras.layers.LayerNormalization(epsilon=_LN_EPSILON, name=name)(x)
 
@@ -73,11 +105,10 @@ def _layer_norm(x, name):
 def convnext_block(x, projection_dim: int, drop_path_rate: float, layer_scale_init_value: float | None, name: str):
     """7x7 depthwise conv -> LayerNorm -> 4x pointwise (Dense) -> GELU -> pointwise -> layer scale, + input."""
     inputs = x
-    x = keras.layers.Conv2D(projection_dim, 7, padding="same", groups=projection_dim,
-                            name=f"{name}_depthwise_conv")(x)
+    x = ChannelwiseConv2D(projection_dim, 7, padding="same", groups=projection_dim, name=f"{name}_depthwise_conv")(x)
     x = _layer_norm(x, f"{name}_layernorm")
     x = keras.layers.Dense(4 * projection_dim, name=f"{name}_pointwise_conv_1")(x)
-    x = keras.layers.Activation("gelu", name=f"{name}_gelu")(x)
+    x = keras.layers.Activation(gelu_erf, name=f"{name}_gelu")(x)
     x = keras.layers.Dense(projection_dim, name=f"{name}_pointwise_conv_2")(x)
     if layer_scale_init_value is not None:
         x = LayerScale(layer_scale_init_value, projection_dim, name=f"{name}_layer_scale")(x)
@@ -132,8 +163,7 @@ def convnext(
     inputs = keras.Input(tuple(input_shape), name="image")
     x = inputs
     if include_preprocessing:
-        x = keras.layers.Normalization(mean=IMAGENET_MEAN_RGB, variance=IMAGENET_VARIANCE_RGB,
-                                       name=f"{p}_prestem_normalization")(x)
+        x = Normalization(mean=IMAGENET_MEAN_RGB, variance=IMAGENET_VARIANCE_RGB, name=f"{p}_prestem_normalization")(x)
     x = keras.layers.Conv2D(projection_dims[0], 4, strides=4, name=f"{p}_stem_conv")(x)
     x = _layer_norm(x, f"{p}_stem_layernorm")
     rates = [float(r) for r in np.linspace(0.0, drop_path_rate, sum(depths))]

@@ -16,7 +16,12 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
-from zoo.architectures.blocks import check_image_input, check_pooling, image_top, make_model
+from zoo.architectures.blocks import (
+    check_image_input,
+    check_pooling,
+    image_top,
+    make_model,
+)
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 from zoo.architectures.batch_norm import BatchNormalization
+from zoo.architectures.normalization import Normalization
 from zoo.architectures.blocks import (
     check_image_input,
     check_pooling,
@@ -80,6 +81,18 @@ VARIANTS = {
 }
 
 
+def squeeze_excite(x, reduced: int, activation: str, name: str):
+    """Squeeze-and-excitation (Hu et al. 2018, https://arxiv.org/abs/1709.01507): channel gates from a global pool."""
+    filters = x.shape[-1]
+    se = keras.layers.GlobalAveragePooling2D(name=f"{name}se_squeeze")(x)
+    se = keras.layers.Reshape((1, 1, filters), name=f"{name}se_reshape")(se)
+    se = keras.layers.Conv2D(reduced, 1, padding="same", activation=activation, kernel_initializer=CONV_INITIALIZER,
+                             name=f"{name}se_reduce")(se)
+    se = keras.layers.Conv2D(filters, 1, padding="same", activation="sigmoid", kernel_initializer=CONV_INITIALIZER,
+                             name=f"{name}se_expand")(se)
+    return keras.layers.Multiply(name=f"{name}se_excite")([x, se])
+
+
 def mbconv_block(
     x, *, filters_in: int, filters_out: int, kernel_size: int, strides: int, expand_ratio: int,
     se_ratio: float, drop_rate: float, activation: str, name: str,
@@ -104,13 +117,7 @@ def mbconv_block(
     x = BatchNormalization(name=f"{name}bn")(x)
     x = keras.layers.Activation(activation, name=f"{name}activation")(x)
     if 0 < se_ratio <= 1:
-        se = keras.layers.GlobalAveragePooling2D(name=f"{name}se_squeeze")(x)
-        se = keras.layers.Reshape((1, 1, filters), name=f"{name}se_reshape")(se)
-        se = keras.layers.Conv2D(max(1, int(filters_in * se_ratio)), 1, padding="same", activation=activation,
-                                 kernel_initializer=CONV_INITIALIZER, name=f"{name}se_reduce")(se)
-        se = keras.layers.Conv2D(filters, 1, padding="same", activation="sigmoid",
-                                 kernel_initializer=CONV_INITIALIZER, name=f"{name}se_expand")(se)
-        x = keras.layers.Multiply(name=f"{name}se_excite")([x, se])
+        x = squeeze_excite(x, max(1, int(filters_in * se_ratio)), activation, name)
     x = keras.layers.Conv2D(filters_out, 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
                             name=f"{name}project_conv")(x)
     x = BatchNormalization(name=f"{name}project_bn")(x)
@@ -163,11 +170,11 @@ def efficientnet(
         return make_divisible(n * width, 8)
 
     def repeats(n):
-        return int(math.ceil(depth * n))
+        return math.ceil(depth * n)
 
     inputs = keras.Input(tuple(input_shape), name="image")
     x = keras.layers.Rescaling(1.0 / 255.0, name="stem_rescaling")(inputs)
-    x = keras.layers.Normalization(axis=-1, name="stem_normalization")(x)
+    x = Normalization(axis=-1, name="stem_normalization")(x)
     x = keras.layers.ZeroPadding2D(correct_pad(x, 3), name="stem_conv_pad")(x)
     x = keras.layers.Conv2D(filters(32), 3, strides=2, padding="valid", use_bias=False,
                             kernel_initializer=CONV_INITIALIZER, name="stem_conv")(x)
@@ -210,7 +217,7 @@ def fix_imagenet_variance(model) -> str | None:
     file here gives the same function: `(x/255 - mean) / std`.
     """
     layer = model.get_layer("stem_normalization")
-    mean, variance = (np.asarray(w) for w in layer.get_weights()[:2])
+    variance = np.asarray(layer.get_weights()[1])
     if not np.allclose(variance, IMAGENET_STDDEV_RGB, atol=1e-6):
         return None
     layer.variables[1].assign(np.square(variance).astype(variance.dtype))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import keras
 
-from zoo.architectures.blocks import check_input_shape, classifier_head, make_model
+from zoo.architectures.blocks import check_input_shape, classifier_head, gelu_erf, make_model
 from zoo.architectures.registry import register_model
 
 _MIXER_PAPER = (
@@ -26,17 +26,6 @@ MIXER_CONFIGS = {
     "mixer_s16": dict(patch_size=16, hidden_dim=512, tokens_mlp_dim=256, channels_mlp_dim=2048, depth=8),
     "mixer_b16": dict(patch_size=16, hidden_dim=768, tokens_mlp_dim=384, channels_mlp_dim=3072, depth=12),
 }
-
-
-@keras.saving.register_keras_serializable(package="zoo")
-def gelu_erf(x):
-    """Exact GELU (Hendrycks & Gimpel 2016) written with `erf`: 0.5 x (1 + erf(x / sqrt 2)).
-
-    The same function as Keras' `gelu(approximate=False)`, but TensorFlow lowers
-    that one to `Erfc`, an op neither tf2onnx nor the TF.js converter handles;
-    `Erf` exports to ONNX and TF.js (and TFLite) as is.
-    """
-    return 0.5 * x * (1.0 + keras.ops.erf(x * 0.7071067811865476))
 
 
 def mlp_block(x, hidden_dim: int, out_dim: int, *, name: str):

@@ -201,7 +201,7 @@ def build(name: str, input_shape=None, num_classes=None, *, weights=None, skip_m
         if source.preset is not None:
             preset = source.preset
             if preset.architecture != name:
-                from zoo.architectures.presets import PresetError
+                from zoo.core.presets import PresetError
 
                 raise PresetError(
                     f"Preset {preset.name!r} holds weights of {preset.architecture!r}, not {name!r}: "
@@ -226,6 +226,9 @@ def build(name: str, input_shape=None, num_classes=None, *, weights=None, skip_m
         raise ValueError(f"num_classes must be >= 1. Received: num_classes={num_classes}")
     overrides.setdefault("name", name)
     model = spec.builder(input_shape=input_shape, num_classes=num_classes, **overrides)
+    # What rebuilds this model (a preset's config.json); `.keras` files carry the full graph instead.
+    model.zoo_config = {"architecture": name, "input_shape": list(input_shape), "num_classes": num_classes,
+                        "overrides": {k: v for k, v in overrides.items() if k != "name"}}
     if source is not None:
         twin = spec.keras_twin
         model.load_report = weight_loading.load_weights(

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.architectures import presets
 from zoo.architectures.blocks import KERAS_HEAD_ALIASES
+from zoo.architectures.heads import classifier_layer, weighted_layers
+from zoo.core import presets
 from zoo.errors import ZooError, suggest
 
 LEGACY_H5 = "keras.applications-style .h5 (Keras 2 legacy layout)"
@@ -210,17 +211,6 @@ def read_weight_file(path) -> WeightFile:
 # --- matching --------------------------------------------------------------------------------------
 
 
-def weighted_layers(model) -> list:
-    """The model's layers that own weights, nested models flattened, in model order."""
-    out = []
-    for layer in model.layers:
-        if hasattr(layer, "layers") and layer.layers:
-            out.extend(weighted_layers(layer))
-        elif layer.weights:
-            out.append(layer)
-    return out
-
-
 def _base_name(name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
@@ -256,14 +246,6 @@ def _align(layer, entry: FileLayer) -> tuple[list | None, str | None]:
         if tuple(w.shape) != tuple(a.shape):
             return None, f"{w.name} has shape {tuple(w.shape)}, the file's {tuple(a.shape)}"
     return arrays, None
-
-
-def classifier_layer(model):
-    """The classifier: the model's last layer with weights (the one `new_head` re-initializes)."""
-    layers = weighted_layers(model)
-    if not layers:
-        raise WeightsMismatchError(f"Model {model.name!r} has no weights.")
-    return layers[-1]
 
 
 def load_weights(model, path, *, skip_mismatch: bool = False, new_head: bool = False, aliases=None,

@@ -12,6 +12,7 @@ SUITES = {
     "serving-swap": "zoo.benchmarks.serving_swap",
     "serving-fuzz": "zoo.benchmarks.serving_fuzz",
     "recipes": "zoo.benchmarks.recipes",
+    "transfer": "zoo.benchmarks.transfer",
     "cost-curves": "zoo.benchmarks.cost_curves",
 }
 

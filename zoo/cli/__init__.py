@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-MODULES = ("train", "recipes", "export", "models", "data", "serve", "scan", "benchmark")
+MODULES = ("train", "recipes", "presets", "export", "predict", "val", "models", "data", "serve", "scan", "benchmark")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,12 @@ def add(sub):
     prep.set_defaults(func=_cmd_data_prepare)
     lst = dsub.add_parser("list", help="datasets zoo knows specially (any TFDS name also works)")
     lst.set_defaults(func=_cmd_data_list)
+    info = dsub.add_parser("info", help="what zoo finds in a folder or file (classes, counts, sizes, columns, "
+                                        "skipped files), or a dataset's facts")
+    info.add_argument("path", help="an image or text folder, a CSV/Parquet file, or a dataset name")
+    info.add_argument("--format", choices=("text", "json"), default="text")
+    info.add_argument("--data-dir", default=None, help="for a dataset name: where prepared datasets live")
+    info.set_defaults(func=_cmd_data_info)
 
 
 def _cmd_data_prepare(args) -> int:
@@ -26,3 +32,20 @@ def _cmd_data_list(args) -> int:
 
     print("\n".join(zoo.data.list_datasets()))
     return 0
+
+
+def _cmd_data_info(args) -> int:
+    import dataclasses
+    import json
+    import os
+
+    import zoo.data
+
+    if not os.path.exists(args.path) and os.sep not in args.path and "." not in args.path:
+        facts = dataclasses.asdict(zoo.data.dataset_info(args.path, data_dir=args.data_dir))
+        print(json.dumps(facts, indent=2, default=str) if args.format == "json"
+              else "\n".join(f"{k}: {v}" for k, v in facts.items()))
+        return 0
+    info = zoo.data.describe_path(args.path)
+    print(json.dumps(info.to_dict(), indent=2, default=str) if args.format == "json" else "\n".join(info.lines()))
+    return 1 if info.problem else 0

@@ -23,6 +23,9 @@ def add(sub):
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
     p.add_argument("--dataset", default=None,
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
+    p.add_argument("--data", metavar="PATH",
+                   help="your own data the model was trained on (zoo train --data): its test split for parity and "
+                        "accuracy, its train split for int8 calibration")
     p.add_argument("--train-split", default="train")
     p.add_argument("--test-split", default="test")
     p.add_argument("--data-dir", default=None)
@@ -39,23 +42,53 @@ def _load_model(ref: str, args=None):
     import zoo
     from zoo.deploy.model_io import load_model_file
 
+    if os.path.isdir(ref):  # a run directory: its last.keras (zoo.deploy.artifact)
+        from zoo.deploy.artifact import resolve
+
+        ref = str(resolve(ref)[0])
     if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
         return load_model_file(ref, allow_unsafe_ops=getattr(args, "allow_unsafe_ops", None) or (),
                                unsafe_deserialization=getattr(args, "unsafe_deserialization", False))
     return zoo.build(ref)
 
 
-def _export_data(args, quantization: tuple | None):
-    """(test_data, representative_data, description) from --dataset; int8 calibration only when asked for."""
+def _export_data(args, quantization: tuple | None, model=None):
+    """(test_data, representative_data, description) from --dataset or --data; int8 calibration only when asked for."""
+    wants_int8 = bool(quantization) and "int8" in quantization
+    if getattr(args, "data", None):
+        return _own_data(args.data, model, wants_int8)
     if not args.dataset:
         return None, None, None
     import zoo.data
 
     test = zoo.data.load(args.dataset, args.test_split, batch_size=1000, data_dir=args.data_dir)
     rep = None
-    if quantization and "int8" in quantization:
+    if wants_int8:
         rep = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0, data_dir=args.data_dir)
     return test, rep, f"{args.dataset} {args.test_split} split"
+
+
+def _own_data(path, model, wants_int8: bool):
+    """The test split (and the train split, for calibration) of your own data, read as the model was trained."""
+    import numpy as np
+
+    from zoo.deploy import metadata
+    from zoo.deploy.val import labelled_batches
+    from zoo.errors import DataError
+
+    meta = metadata.of_model(model)
+    if meta is None:
+        raise DataError(f"--data {path}: the model has no zoo metadata (train it with `zoo train --data`); for a "
+                        "registered dataset use --dataset.")
+
+    def arrays(split):
+        batches, _, split, _ = labelled_batches(meta, path, split, batch_size=1000)
+        xs, ys = zip(*batches)
+        return (np.concatenate(xs), np.concatenate(ys)), split
+
+    test, split = arrays(None)
+    rep = arrays("train")[0][0] if wants_int8 else None
+    return test, rep, f"{path} {split} split"
 
 
 def _cmd_export(args) -> int:
@@ -65,14 +98,15 @@ def _cmd_export(args) -> int:
 
     given = given_values(args, cli_options())
     model = _load_model(args.model, args)
-    test, rep, description = _export_data(args, given.get("quantization"))
+    test, rep, description = _export_data(args, given.get("quantization"), model)
     if rep is not None:
         given["representative_data"] = rep
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
         model, out, args.formats, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
-        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {})}, **given,
+        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
+              **({"data": args.data} if args.data else {})}, **given,
         allow_unsafe_ops=args.allow_unsafe_ops, unsafe_deserialization=args.unsafe_deserialization,
     )
     print(report.table())

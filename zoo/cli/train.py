@@ -17,11 +17,14 @@ def add(sub):
 
     p = sub.add_parser(
         "train",
-        help="train a registry model with model.fit, evaluate, export a SavedModel",
-        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}); each flag given overrides the recipe's value. "
-                    "Defaults shown are TrainConfig's, used where the recipe does not set the key.",
+        help="train a registry model with model.fit, evaluate, export a SavedModel; on a dataset or your own data",
+        description=f"Runs a recipe (default {DEFAULT_RECIPE!r}; with --data PATH, the default for the data's kind); "
+                    "each flag given overrides the recipe's value. Defaults shown are TrainConfig's, used where the "
+                    "recipe does not set the key.",
     )
-    p.add_argument("--recipe", default=DEFAULT_RECIPE, help="recipe name (see `zoo recipes`) or a .toml path")
+    p.add_argument("--recipe", default=None,
+                   help=f"recipe name (see `zoo recipes`) or a .toml path (default {DEFAULT_RECIPE!r}, or with --data "
+                        "the default for the data's kind)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
     p.add_argument("--cpu-replicas", type=_positive_int, default=None,
@@ -45,19 +48,37 @@ def _parse_overrides(items):
     return overrides
 
 
-def train_config_from_args(args):
-    """The recipe named by --recipe, with every flag the user gave applied on top."""
+def train_config_from_args(args, log=print):
+    """The recipe named by --recipe, with every flag the user gave applied on top.
+
+    With your own data (--data, or `data` in the recipe) returns ``(config, data read)``: the
+    recipe and whatever else was not given are inferred from the data (`zoo.training.own_data`).
+    """
     from zoo.core.options import given_values
-    from zoo.training.config import TrainConfig, load_recipe
+    from zoo.training.config import DEFAULT_RECIPE, TrainConfig, load_recipe
     from zoo.training.knobs import knobs
 
     changes = given_values(args, knobs(TrainConfig))
-    config = load_recipe(args.recipe)
+    recipe_data = bool(args.recipe and args.recipe.endswith(".toml") and load_recipe(args.recipe).data)
+    if changes.get("data") or recipe_data:
+        if "dataset" in changes:
+            raise ValueError("Give either --data PATH (your own data) or --dataset NAME, not both.")
+        from zoo.training.own_data import config_for_data
+
+        if args.set:
+            changes["model_overrides"] = _parse_overrides(args.set)
+        return config_for_data(changes.pop("data", None), recipe=args.recipe, log=log, **changes)
+    config = load_recipe(args.recipe or DEFAULT_RECIPE)
     if "model" in changes and changes["model"] != config.model:
         config.model_overrides = {}  # the recipe's overrides were for its own model
     if args.set:
         changes["model_overrides"] = {**config.model_overrides, **_parse_overrides(args.set)}
     return config.replace(**changes)
+
+
+def _split(result):
+    """(config, data read or None) from `train_config_from_args`."""
+    return result if isinstance(result, tuple) else (result, None)
 
 
 def _strip_workers(argv):
@@ -82,7 +103,7 @@ def _cmd_train(args) -> int:
         if "--strategy" in argv:
             i = argv.index("--strategy")
             del argv[i:i + 2]
-        train_config_from_args(args).validate()  # bad input fails here, before any worker starts
+        _split(train_config_from_args(args))[0].validate()  # bad input fails here, before any worker starts
         return multi_worker.launch(argv, args.workers)
     if args.cpu_replicas:
         from zoo.training import distribute
@@ -90,14 +111,16 @@ def _cmd_train(args) -> int:
         distribute.split_cpu(args.cpu_replicas)
     from zoo.training.run import train
 
-    config = train_config_from_args(args)
-    result = train(config)
+    config, data = _split(train_config_from_args(args))
+    result = train(config, data=data)
     print()
-    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.dataset})")
+    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.data or config.dataset})")
     print(f"run directory:        {result.run_dir}")
     if result.resumed_from:
         r = result.resumed_from
         print(f"resumed from:         epoch {r['epoch'] + 1}, step {r['step_in_epoch']} (global step {r['global_step']})")
+    if result.weights_report is not None:
+        print(f"started from:         {result.weights_report}")
     if result.export_path:
         print(f"export path:          {result.export_path}")
     for key, value in result.test_metrics.items():
@@ -106,6 +129,8 @@ def _cmd_train(args) -> int:
     if result.baseline:
         b = result.baseline
         print(f"baseline {b['name']}: test {b['metric']} {b['value']:.4f}")
+    if result.preset is not None:
+        print(f"preset:               {result.preset.name} ({result.preset.path})")
     print(f"training wall time:   {result.train_time_s:.1f} s")
     if config.target is not None:
         reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"

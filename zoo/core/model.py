@@ -127,6 +127,23 @@ class ZooModel(keras.Model):
     features (`zoo.training.features`).
     """
 
+    # What the model is for (task, classes, raw input): `zoo.deploy.metadata`. Saved with the config.
+    zoo_metadata = None
+
+    def get_config(self):
+        config = super().get_config()
+        if self.zoo_metadata is not None:
+            config["zoo_metadata"] = self.zoo_metadata
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        metadata = config.pop("zoo_metadata", None)
+        model = super().from_config(config, custom_objects=custom_objects)
+        model.zoo_metadata = metadata
+        return model
+
     def compile(self, *args, features=(), **kwargs):
         super().compile(*args, **kwargs)
         self.retrace_guard = RetraceGuard()

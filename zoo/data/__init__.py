@@ -12,6 +12,8 @@ Your own data, as the same batched pipelines (each returns a SplitData with
     zoo.data.from_image_folder("photos/", image_size=(64, 64))          # image_folder.py
     zoo.data.from_text_files(["book.txt"], seq_len=100)                 # char_text.py
     zoo.data.from_series(values, window=24, horizon=1)                  # timeseries.py
+    zoo.data.from_path("photos/" or "data.csv", target=...)               # path_data.py: any of them,
+                                                                          # kind, task, shapes inferred
 
 Registered real sets beyond TFDS: ``breast_cancer``, ``wine`` (scikit-learn),
 ``sunspots``, ``co2`` (statsmodels) in bundled.py, ``moby_dick`` (npm) in
@@ -23,7 +25,7 @@ offline ``prepare``. When a dataset is neither prepared nor downloadable, zoo
 fails within seconds with :class:`zoo.errors.DatasetUnavailableError`.
 """
 
-from zoo.data import bundled, moby_dick  # noqa: F401  (register their datasets)
+from zoo.data import bundled, mnist_digits, moby_dick  # noqa: F401  (register their datasets)
 from zoo.data.image_folder import ImageFolderData, from_image_folder
 from zoo.data.loading import (
     DatasetInfo,
@@ -34,11 +36,14 @@ from zoo.data.loading import (
     load_splits,
     prepare,
 )
+from zoo.data.path_data import Inference, PathData, from_path
+from zoo.data.path_info import PathInfo, describe_path
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
 from zoo.data.splits import SplitData
 from zoo.data.tables import TableData, TableStats, from_table
 from zoo.data.char_text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
+from zoo.data.labelled_text import LabelledTextData, from_labelled_texts, from_text_folder
 from zoo.data.tfds_source import UnknownSplitError
 from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
 
@@ -47,6 +52,10 @@ __all__ = [
     "DatasetInfo",
     "DatasetSpec",
     "ImageFolderData",
+    "Inference",
+    "LabelledTextData",
+    "PathData",
+    "PathInfo",
     "SeriesData",
     "SplitData",
     "TableData",
@@ -55,12 +64,16 @@ __all__ = [
     "UnknownSplitError",
     "dataset_info",
     "default_data_dir",
+    "describe_path",
     "from_arrays",
     "from_image_folder",
+    "from_labelled_texts",
+    "from_path",
     "from_series",
     "from_table",
     "from_text",
     "from_text_files",
+    "from_text_folder",
     "list_datasets",
     "load",
     "load_splits",

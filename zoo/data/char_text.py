@@ -169,7 +169,10 @@ def read_text_file(path, encoding: str = "utf-8") -> str:
         with open(path, encoding=encoding) as f:
             text = f.read()
     except UnicodeDecodeError as e:
-        raise DataError(f"Text file {path} is not valid {encoding}: {e}") from e
+        raise DataError(
+            f"Text file {path} is not valid {encoding}: byte {e.start} ({e.object[e.start:e.start + 1]!r}) "
+            f"{e.reason}. Re-save it as {encoding}, or name its encoding (e.g. latin-1)."
+        ) from e
     if not text:
         raise DataError(f"Text file {path} is empty.")
     return text

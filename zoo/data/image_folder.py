@@ -1,7 +1,7 @@
 """A folder of images, one subfolder per class, as ``(image, label)`` pipelines.
 
     flowers/                      or, with fixed splits:   flowers/train/daisy/...
-      daisy/  a.jpg b.png ...                              flowers/validation/daisy/...
+      daisy/  a.jpg b.png ...                              flowers/validation/daisy/...  (or val/)
       tulip/  ...                                          flowers/test/daisy/...
 
     data = zoo.data.from_image_folder("flowers", image_size=(64, 64), validation_split=0.2, seed=0)
@@ -10,10 +10,14 @@
 
 The folder is checked before anything is read into TensorFlow, so errors name
 the path at fault: a missing or empty folder, a class folder without images, a
-file that is not a readable image. Images are decoded with ``tf.io.decode_image``
-(JPEG, PNG, GIF, BMP), resized bilinearly like
-``keras.utils.image_dataset_from_directory`` and scaled to float32 in [0, 1];
-labels are int32.
+file that is not a readable image (or, with ``on_error="skip"``, the file is
+left out and listed in ``data.skipped`` with the reason). Images are decoded with
+``tf.io.decode_image`` (JPEG, PNG, GIF, BMP), resized bilinearly like
+``keras.utils.image_dataset_from_directory`` and scaled to float32 in [0, 1]
+(``raw=True`` keeps Keras' [0, 255] values, for models that carry their own
+``Rescaling``); labels are int32. Decoding runs once: the pipeline caches decoded
+images when they fit in memory. :func:`decode_image` is the same decoding, for
+one file at prediction time.
 
 Decoding runs once per folder and image size, not once per epoch: with
 ``cache=True`` and when the decoded split fits in memory, the resized images
@@ -40,17 +44,23 @@ from zoo.errors import DataError
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
 COLOR_MODES = {"grayscale": 1, "rgb": 3, "rgba": 4}
-# Subfolders that, when present, hold the splits instead of classes.
-SPLIT_FOLDERS = ("train", "validation", "test")
+# Subfolders that, when present, hold the splits instead of classes (folder name -> split).
+SPLIT_FOLDERS = {"train": "train", "validation": "validation", "val": "validation", "test": "test"}
+ON_ERROR = ("raise", "skip")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ImageFolderData(SplitData):
-    """An image folder's splits plus ``class_names`` (label i is ``class_names[i]``) and ``files``
-    (split -> image paths, in pipeline order before shuffling)."""
+    """An image folder's splits plus ``class_names`` (label i is ``class_names[i]``), ``files``
+    (split -> image paths, in pipeline order before shuffling), ``skipped`` (``(path, reason)``
+    of files left out with ``on_error="skip"``), ``sizes`` (``(width, height)`` -> count of
+    the images as stored, before resizing) and ``labels`` (split -> int labels, in ``files`` order)."""
 
     class_names: tuple = ()
     files: dict = dataclasses.field(default_factory=dict)
+    labels: dict = dataclasses.field(default_factory=dict)
+    skipped: tuple = ()
+    sizes: dict = dataclasses.field(default_factory=dict)
 
 
 def from_image_folder(
@@ -60,79 +70,83 @@ def from_image_folder(
     batch_size: int = 32,
     color_mode: str = "rgb",
     validation_split: float = 0.0,
+    test_split: float = 0.0,
     seed: int = 0,
     shuffle: Optional[bool] = None,
     cache: bool = True,
     drop_remainder: bool = False,
     repeat: bool = False,
     verify: bool = True,
+    on_error: str = "raise",
+    raw: bool = False,
+    classes=None,
 ) -> ImageFolderData:
     """Images under `path` (one subfolder per class) as batched ``(x, y)`` splits.
 
     Args:
-        path: the folder. If it has ``train/`` (and optionally ``validation/``,
-            ``test/``) subfolders, each of those is a split with its own class
-            subfolders; otherwise `validation_split` of every class (drawn
-            with `seed`) becomes ``"validation"`` and the rest ``"train"``.
+        path: the folder. If it has ``train/`` (and optionally ``validation/``
+            or ``val/``, ``test/``) subfolders, each of those is a split with
+            its own class subfolders; a split without its folder is drawn from
+            ``train/`` when its fraction is given. Otherwise `validation_split`
+            and `test_split` of every class (drawn with `seed`, so stratified)
+            become ``"validation"`` and ``"test"``, the rest ``"train"``.
         image_size: ``(height, width)`` every image is resized to.
         color_mode: "grayscale", "rgb" or "rgba" (1, 3 or 4 channels).
-        verify: open every file with Pillow first, so a corrupt file fails
-            here with its name rather than mid-epoch.
+        verify: open every file with Pillow first, so a corrupt file is found
+            here, with its name, rather than mid-epoch.
+        on_error: what a file that is not a readable image does: "raise" a
+            DataError naming it, or "skip" it (listed in ``data.skipped``).
+        raw: keep pixel values in [0, 255] (float32) instead of scaling to [0, 1].
+        classes: only these class folders, labelled in this order (default: all, sorted).
 
     Returns:
         :class:`ImageFolderData` with x float32 ``(batch, h, w, channels)`` in
-        [0, 1] and y int32 ``(batch,)``.
+        [0, 1] (or [0, 255] with `raw`) and y int32 ``(batch,)``.
     """
     image_size = _check_image_size(image_size)
     if color_mode not in COLOR_MODES:
         raise ValueError(f"color_mode must be one of {sorted(COLOR_MODES)}, got {color_mode!r}.")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}.")
     root = _check_folder(path)
+    class_names, files = list_image_splits(root, validation_split, test_split, seed, classes)
 
-    split_dirs = {s: os.path.join(root, s) for s in SPLIT_FOLDERS if os.path.isdir(os.path.join(root, s))}
-    if "train" in split_dirs:
-        if validation_split:
-            raise ValueError(f"{root} already has split folders {sorted(split_dirs)}; do not pass validation_split.")
-        listings = {s: _list_classes(d) for s, d in split_dirs.items()}
-        class_names = listings["train"][0]
-        for s, (names, _) in listings.items():
-            if names != class_names:
-                raise DataError(
-                    f"Class folders differ between {split_dirs['train']} ({', '.join(class_names)}) and "
-                    f"{split_dirs[s]} ({', '.join(names)})."
-                )
-        files = {s: files for s, (_, files) in listings.items()}
-    else:
-        class_names, all_files = _list_classes(root)
-        labels = np.array([label for label, _ in all_files])
-        rows = splits_lib.random_split(len(all_files), {"validation": validation_split}, seed=seed, labels=labels)
-        files = {s: [all_files[i] for i in idx] for s, idx in rows.items() if len(idx)}
+    skipped, sizes = [], {}
+    if verify:
+        for split, split_files in list(files.items()):
+            check = check_images([f for _, f in split_files])
+            if check.skipped and on_error == "raise":
+                bad, reason = check.skipped[0]
+                raise DataError(f"Image file {bad} cannot be read as an image: {reason}")
+            bad = {p for p, _ in check.skipped}
+            files[split] = [(label, f) for label, f in split_files if f not in bad]
+            skipped += check.skipped
+            for size, n in check.sizes.items():
+                sizes[size] = sizes.get(size, 0) + n
+        empty = [s for s, fs in files.items() if not fs]
+        if empty:
+            raise DataError(f"{root}: no readable image left in split(s) {empty} ({len(skipped)} file(s) skipped).")
 
     channels = COLOR_MODES[color_mode]
-    decoded = {}
+    decode = _decoder(image_size, channels, raw)
+    decoded = {}  # split -> the .npz of its decoded uint8 images (zoo.data.decoded_cache)
     if cache:
         settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
         decoded = {s: decoded_cache.cache_dir() / "image_folder" /
                    f"{decoded_cache.files_key([f for _, f in fs], settings)}.npz"
                    for s, fs in files.items() if len(fs) * int(np.prod(image_size)) * channels
                    <= pipeline.IN_MEMORY_LIMIT_BYTES}
-    if verify:
-        for split, split_files in files.items():
-            if split in decoded and decoded[split].is_file():
-                continue  # decoded before, unchanged since (the key has every file's size and time)
-            for _, file in split_files:
-                _verify_image(file)
-
     parts = {}
     for split, split_files in files.items():
         paths = [f for _, f in split_files]
         labels = np.array([label for label, _ in split_files], dtype=np.int32)
         ds = tf.data.Dataset.from_tensor_slices((paths, labels))
         if split in decoded:
-            to_uint8 = ds.map(_decoder(image_size, channels, scale=False), num_parallel_calls=tf.data.AUTOTUNE)
+            to_uint8 = ds.map(_uint8_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE)
             parts[split] = (decoded_cache.load_or_build(decoded[split], lambda d=to_uint8: memory.materialize(d),
                                                         rows=len(paths)), len(paths))
         else:
-            parts[split] = (ds.map(_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE), len(paths))
+            parts[split] = (ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE), len(paths))
     return ImageFolderData(
         name=root,
         parts=parts,
@@ -144,10 +158,111 @@ def from_image_folder(
         cache=cache,
         drop_remainder=drop_remainder,
         repeat=repeat,
-        preprocess=preprocessing.scale_image if decoded else None,
+        preprocess=(_cast_image if raw else preprocessing.scale_image) if decoded else None,
         class_names=tuple(class_names),
         files={s: [f for _, f in fs] for s, fs in files.items()},
+        labels={s: [label for label, _ in fs] for s, fs in files.items()},
+        skipped=tuple(skipped),
+        sizes=sizes,
     )
+
+
+def split_folders(root: str) -> dict:
+    """Split name -> folder, for the split subfolders `root` has (``val/`` counts as validation)."""
+    found = {}
+    for folder, split in SPLIT_FOLDERS.items():
+        path = os.path.join(root, folder)
+        if os.path.isdir(path):
+            if split in found:
+                raise DataError(f"{root} has both {found[split]} and {path}; keep one folder per split.")
+            found[split] = path
+    return found
+
+
+def list_image_splits(root: str, validation_split: float = 0.0, test_split: float = 0.0, seed: int = 0,
+                      classes=None):
+    """``(class names, {split: [(label, file)]})`` of an image folder, split as `from_image_folder` does.
+
+    `classes`: only these class folders, labelled in this order (default: every one, sorted).
+    """
+    fractions = {"validation": validation_split, "test": test_split}
+    splits_lib.validate_fractions(fractions)
+    split_dirs = split_folders(root)
+    if split_dirs and "train" not in split_dirs:
+        raise DataError(
+            f"{root} has split folder(s) {sorted(os.path.basename(d) for d in split_dirs.values())} but no train/ "
+            "folder; add train/ (one subfolder per class) or use class folders directly."
+        )
+    if "train" in split_dirs:
+        listings = {s: _list_classes(d, classes) for s, d in split_dirs.items()}
+        class_names = listings["train"][0]
+        for s, (names, _) in listings.items():
+            if names != class_names:
+                raise DataError(
+                    f"Class folders differ between {split_dirs['train']} ({', '.join(class_names)}) and "
+                    f"{split_dirs[s]} ({', '.join(names)})."
+                )
+        files = {s: files for s, (_, files) in listings.items()}
+        drawn = {s: f for s, f in fractions.items() if s not in files}  # splits without a folder
+        if any(drawn.values()):
+            labels = np.array([label for label, _ in files["train"]])
+            rows = splits_lib.random_split(len(labels), drawn, seed=seed, labels=labels)
+            train = files["train"]
+            files.update({s: [train[i] for i in idx] for s, idx in rows.items()})
+    else:
+        class_names, all_files = _list_classes(root, classes)
+        labels = np.array([label for label, _ in all_files])
+        rows = splits_lib.random_split(len(all_files), fractions, seed=seed, labels=labels)
+        files = {s: [all_files[i] for i in idx] for s, idx in rows.items()}
+    files = {s: fs for s, fs in files.items() if fs}
+    if len(class_names) < 2:
+        raise DataError(
+            f"{root} has one class folder only ({class_names[0]!r}); a classifier needs at least two classes "
+            "(one subfolder per class)."
+        )
+    return class_names, files
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageCheck:
+    """What opening a list of image files found: ``sizes`` and ``modes`` (Pillow's, e.g. "L", "RGB")
+    of the readable ones, with counts, and ``skipped`` ``(path, reason)`` for the others."""
+
+    sizes: dict
+    modes: dict
+    skipped: list
+
+
+def check_images(paths) -> ImageCheck:
+    """Opens every file with Pillow (header and structure, no full decode); never raises for a bad file."""
+    from PIL import Image, UnidentifiedImageError
+
+    sizes, modes, skipped = {}, {}, []
+    for path in paths:
+        try:
+            with Image.open(path) as image:
+                size, mode = image.size, image.mode
+                image.verify()  # reads the whole file's structure without decoding pixels
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            skipped.append((path, str(e) or type(e).__name__))
+            continue
+        sizes[size] = sizes.get(size, 0) + 1
+        modes[mode] = modes.get(mode, 0) + 1
+    return ImageCheck(sizes, modes, skipped)
+
+
+def select_classes(wanted: list, found: list, where: str) -> list:
+    """`wanted` (in its order) after checking each is one of `found`; an unknown name gets close names."""
+    from zoo.errors import suggest
+
+    for name in wanted:
+        if name not in found:
+            close = suggest(str(name), [str(f) for f in found], n=3)
+            raise DataError(f"{where} has no class {name!r}" + (f"; did you mean: {', '.join(close)}?" if close else "")
+                            + f" Classes found: {', '.join(map(str, found))}.")
+    if len(set(wanted)) != len(wanted):
+        raise DataError(f"classes lists a class more than once: {wanted}.")
+    return list(wanted)
 
 
 def _check_image_size(image_size) -> tuple:
@@ -176,10 +291,13 @@ def _is_image(name: str) -> bool:
     return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith(".")
 
 
-def _list_classes(folder: str):
-    """(sorted class names, [(label, file path)]) for a folder of class subfolders."""
+def _list_classes(folder: str, classes=None):
+    """(class names, [(label, file path)]) for a folder of class subfolders: every one, sorted, or
+    the `classes` given, in their order."""
     entries = sorted(e for e in os.listdir(folder) if not e.startswith("."))
     class_names = [e for e in entries if os.path.isdir(os.path.join(folder, e))]
+    if classes is not None and class_names:
+        class_names = select_classes(list(classes), class_names, folder)
     if not class_names:
         loose = [e for e in entries if _is_image(e)]
         detail = (
@@ -206,27 +324,37 @@ def _list_classes(folder: str):
     return class_names, files
 
 
-def _verify_image(path: str) -> None:
-    from PIL import Image, UnidentifiedImageError
+def decode_image(contents, image_size, channels: int, raw: bool = False):
+    """Encoded image bytes (a string tensor) -> float32 ``(h, w, channels)``: the decoding every
+    pipeline here uses, and what predictions on image files use."""
+    image = tf.io.decode_image(contents, channels=channels, expand_animations=False)
+    image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
+    image = tf.clip_by_value(image, 0.0, 255.0) if raw else tf.clip_by_value(image / 255.0, 0.0, 1.0)
+    image.set_shape((*image_size, channels))
+    return image
 
-    try:
-        with Image.open(path) as image:
-            image.verify()  # reads the whole file's structure without decoding pixels
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-        raise DataError(f"Image file {path} cannot be read as an image: {e}") from e
+
+def _decoder(image_size, channels, raw=False):
+    def decode(path, label):
+        return decode_image(tf.io.read_file(path), image_size, channels, raw), label
+
+    return decode
 
 
-def _decoder(image_size, channels, scale: bool = True):
-    """(path, label) -> the resized image: float32 in [0, 1], or with `scale=False` uint8 (rounded)."""
+def _uint8_decoder(image_size, channels):
+    """(path, label) -> the resized image as uint8 (rounded: within 0.5/255 of the float resize), the
+    form the decoded cache keeps in memory; `preprocessing.scale_image` makes it float32 per batch."""
 
     def decode(path, label):
         image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
         image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
-        if scale:
-            image = tf.clip_by_value(image / 255.0, 0.0, 1.0)
-        else:
-            image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
+        image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
         image.set_shape((*image_size, channels))
         return image, label
 
     return decode
+
+
+def _cast_image(x, y):
+    """uint8 image -> float32 in [0, 255] (the `raw=True` form); integer label -> int32."""
+    return tf.cast(x, tf.float32), tf.cast(y, tf.int32)

@@ -13,9 +13,17 @@ regression values, float32). Standardization statistics (mean, std) and the
 categories are fitted on the training rows only and exposed as ``data.stats``;
 pass them as ``stats=`` to prepare any other table the same way.
 
-Bad input raises :class:`zoo.errors.DataError` naming the file and column: a
-missing column (with close names), a non-numeric or missing value (with its row
-and CSV line), an empty table.
+``raw=True`` fits the same statistics but leaves the values as read: x is the
+float32 matrix of numeric columns, or, with categorical columns, a dict
+``{"categorical": string (n, m), "numeric": float32 (n, k)}``, for a model that
+carries its own ``Normalization`` and ``StringLookup`` (``zoo.data.raw_input``).
+
+Files: CSV (comma-separated, a header row first) and Parquet when pyarrow is
+installed. CSV lines that cannot be parsed (a wrong
+number of fields) are skipped and listed in ``data.skipped`` with their line
+number and reason. Bad input raises :class:`zoo.errors.DataError` naming the file
+and column: a missing column (with close names), a non-numeric or missing value
+(with its row and CSV line), a mixed-type column, an empty table.
 """
 
 from __future__ import annotations
@@ -85,6 +93,7 @@ class TableData(SplitData):
     feature_names: tuple = ()
     target: str = ""
     class_names: Optional[tuple] = None
+    skipped: tuple = ()
 
 
 def from_table(
@@ -104,8 +113,10 @@ def from_table(
     cache: bool = True,
     drop_remainder: bool = False,
     repeat: bool = False,
+    raw: bool = False,
+    name: Optional[str] = None,
 ) -> TableData:
-    """A CSV file or DataFrame as batched ``(x, y)`` splits; see the module docstring.
+    """A CSV (or Parquet) file or DataFrame as batched ``(x, y)`` splits; see the module docstring.
 
     Args:
         table: path of a CSV file (with a header row) or a ``pandas.DataFrame``.
@@ -121,13 +132,16 @@ def from_table(
             `seed`, stratified by class for class targets when `stratify`.
             With both 0 every row is in ``"train"``.
         shuffle: None shuffles the train split only.
+        raw: fit the statistics but feed the values as read (see the module docstring).
+        name: what errors call a DataFrame (e.g. the file it was read from).
 
     Returns:
         :class:`TableData`: ``.train`` / ``.validation`` / ``.test`` pipelines
         (x float32 ``(batch, n_features)``, y int32 labels or float32 values),
         ``.stats``, ``.feature_names``, ``.class_names``.
     """
-    frame, source = read_table(table)
+    frame, source, skipped = read_table(table, with_skipped=True)
+    source = name or source
     features, target = _check_columns(frame, features, target, source)
     categorical = _check_categorical(categorical, features, source)
     if stats is not None and not isinstance(stats, TableStats):
@@ -160,12 +174,20 @@ def from_table(
             f"{list(stats.categories)}, but this table uses {numeric_cols} and {list(categorical)}."
         )
 
-    x = _transform(stats, numeric, text)
-    parts = {name: splits_lib.arrays_dataset(x[idx], y[idx]) for name, idx in rows.items() if len(idx)}
+    if raw:
+        x = numeric.astype(np.float32) if numeric is not None else np.zeros((len(frame), 0), np.float32)
+        if categorical:
+            x = {"categorical": np.stack([text[c] for c in categorical], axis=1).astype(object), "numeric": x}
+        input_shape = (len(numeric_cols),)
+    else:
+        x = _transform(stats, numeric, text)
+        input_shape = (x.shape[1],)
+    take = (lambda a, idx: {k: v[idx] for k, v in a.items()}) if isinstance(x, dict) else (lambda a, idx: a[idx])
+    parts = {name: _dataset(take(x, idx), y[idx]) for name, idx in rows.items() if len(idx)}
     return TableData(
         name=source,
         parts=parts,
-        input_shape=(x.shape[1],),
+        input_shape=input_shape,
         num_classes=None if classes is None else len(classes),
         batch_size=batch_size,
         shuffle=shuffle,
@@ -177,31 +199,115 @@ def from_table(
         feature_names=tuple(stats.feature_names),
         target=target,
         class_names=None if classes is None else tuple(str(c) for c in classes),
+        skipped=tuple(skipped),
     )
 
 
-def read_table(table):
-    """``(DataFrame, source description)`` for a CSV path or a DataFrame; rejects empty tables."""
+def _dataset(x, y):
+    if isinstance(x, dict):
+        import tensorflow as tf
+
+        x = {k: (v.astype(str) if v.dtype == object else v) for k, v in x.items()}
+        return tf.data.Dataset.from_tensor_slices((x, y)), len(y)
+    return splits_lib.arrays_dataset(x, y)
+
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def read_table(table, with_skipped: bool = False):
+    """``(DataFrame, source description)`` for a CSV or Parquet path or a DataFrame; rejects empty
+    tables. With `with_skipped`, also the CSV lines left out: ``[(where, reason)]``."""
     import pandas as pd
 
+    skipped = []
     if isinstance(table, pd.DataFrame):
         frame, source = table, "table"
     elif isinstance(table, (str, os.PathLike)):
         path = os.fspath(table)
-        source = f"CSV file {path}"
+        parquet = path.lower().endswith(PARQUET_SUFFIXES)
+        source = f"{'Parquet' if parquet else 'CSV'} file {path}"
         if not os.path.isfile(path):
             raise DataError(f"{source} does not exist." if not os.path.exists(path) else f"{path} is not a file.")
-        try:
-            frame = pd.read_csv(path)
-        except pd.errors.EmptyDataError as e:
-            raise DataError(f"{source} is empty (no header row, no data).") from e
-        except (pd.errors.ParserError, UnicodeDecodeError) as e:
-            raise DataError(f"{source} cannot be parsed as CSV: {e}") from e
+        frame = _read_parquet(path, source) if parquet else _read_csv(path, source, skipped)
     else:
         raise TypeError(f"table must be a CSV path or a pandas DataFrame, got {type(table).__name__}.")
     if len(frame) == 0:
-        raise DataError(f"{source} has no data rows (columns: {', '.join(map(str, frame.columns))}).")
-    return frame, source
+        raise DataError(f"{source} has no data rows, only the header (columns: {', '.join(map(str, frame.columns))}).")
+    return (frame, source, skipped) if with_skipped else (frame, source)
+
+
+def _read_csv(path: str, source: str, skipped: list):
+    """The CSV as a DataFrame; lines with the wrong number of fields are appended to `skipped`."""
+    import pandas as pd
+
+    try:
+        try:
+            return pd.read_csv(path)
+        except pd.errors.ParserError:
+            # Only the python engine reports each bad line; it is slower, so it is the fallback.
+            with open(path, encoding="utf-8") as f:
+                width = len(next(iter(f)).split(","))
+
+            def bad_line(fields):
+                skipped.append((f"a line with {len(fields)} fields", f"expected {width} fields: {fields[:6]}"))
+                return None
+
+            frame = pd.read_csv(path, engine="python", on_bad_lines=bad_line)
+            _number_bad_lines(path, width, skipped)
+            return frame
+    except pd.errors.EmptyDataError as e:
+        raise DataError(f"{source} is empty (no header row, no data).") from e
+    except UnicodeDecodeError as e:
+        raise DataError(f"{source} is not valid UTF-8 text (byte {e.start}: {e.reason}); save it as UTF-8.") from e
+    except pd.errors.ParserError as e:
+        raise DataError(f"{source} cannot be parsed as CSV: {e}") from e
+
+
+def _number_bad_lines(path: str, width: int, skipped: list) -> None:
+    """Replaces the python engine's anonymous bad-line entries with their line numbers, where the
+    file can be re-read line by line (no quoted newlines)."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as f:
+        bad = [(i, row) for i, row in enumerate(csv.reader(f), start=1) if row and len(row) != width]
+    if len(bad) == len(skipped):
+        skipped[:] = [(f"line {i}", f"{len(row)} fields, expected {width}") for i, row in bad]
+
+
+def _read_parquet(path: str, source: str):
+    import pandas as pd
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise DataError(f"{source}: reading Parquet needs pyarrow (`pip install pyarrow`).") from None
+    try:
+        return pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... for damaged files
+        raise DataError(f"{source} cannot be read as Parquet: {type(e).__name__}: {e}") from e
+
+
+def mixed_type_problem(series) -> Optional[str]:
+    """Why a text column looks like a numeric one with some bad values, or None.
+
+    A column where most non-missing values parse as numbers but some do not
+    (``"n/a"``, ``"12,5"``) is almost always a data error, not a category.
+    """
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return None
+    present = series.dropna()
+    if present.empty:
+        return None
+    numeric = pd.to_numeric(present, errors="coerce")
+    good = int(numeric.notna().sum())
+    bad = present[numeric.isna()]
+    if good >= 0.5 * len(present) and len(bad):
+        examples = ", ".join(repr(v) for v in pd.unique(bad.astype(str))[:3])
+        return f"{good} numeric and {len(bad)} non-numeric value(s) (e.g. {examples} at row {bad.index[0]})"
+    return None
 
 
 def _check_columns(frame, features, target, source):
@@ -245,7 +351,7 @@ def _check_categorical(categorical, features, source):
 
 
 def _row_label(frame, position: int, source: str) -> str:
-    if source.startswith("CSV file"):
+    if source.startswith("CSV file") and isinstance(frame.index, __import__("pandas").RangeIndex):
         return f"row {position} (line {position + 2} of the file)"  # line 1 is the header
     return f"row {frame.index[position]!r}"
 

@@ -12,6 +12,10 @@ time), so no target of a later split is ever seen in training and no window
 straddles two target periods. Normalisation (per-feature mean and std) uses
 the training period only.
 
+``raw=True`` fits the same mean and std but feeds windows in the series' own
+units, for a model that carries its own ``Normalization`` and output scaling
+(``zoo.data.raw_input``). :func:`read_series` reads a CSV with a time column.
+
 ``seq2seq=False``: y holds the `horizon` values after the window. ``seq2seq=True``:
 y holds, for every input step t, the `horizon` values after step t (for
 sequence models trained at every step).
@@ -38,6 +42,7 @@ class SeriesData(SplitData):
         window, horizon, seq2seq, stride: the windowing.
         columns: feature names; ``target_columns``: indices of the predicted ones.
         mean, std: per-feature normalisation fitted on the training period.
+        raw: the windows are in original units (mean and std fitted, not applied).
         values: the series in original units, ``(time, features)`` float64.
         bounds: split -> ``(start, stop)`` time positions of its target period.
         starts: split -> start position of every window, in pipeline order.
@@ -54,6 +59,7 @@ class SeriesData(SplitData):
     values: Optional[np.ndarray] = None
     bounds: dict = dataclasses.field(default_factory=dict)
     starts: dict = dataclasses.field(default_factory=dict)
+    raw: bool = False
 
     def target_positions(self, split: str) -> np.ndarray:
         """Time positions of every target of `split`: ``(windows, horizon)`` or, for
@@ -67,13 +73,15 @@ class SeriesData(SplitData):
     def targets(self, split: str, original_units: bool = True) -> np.ndarray:
         """y of `split` as one array (shape of the batches' y, stacked)."""
         y = self.values[self.target_positions(split)][..., list(self.target_columns)]
-        if not original_units:
+        if not original_units and not self.raw:
             y = (y - self.mean[list(self.target_columns)]) / self.std[list(self.target_columns)]
         return self._squeeze(y)
 
     def denormalize(self, y) -> np.ndarray:
         """Normalised targets or predictions (as in y) -> the series' original units."""
         y = np.asarray(y, dtype=np.float64)
+        if self.raw:
+            return y  # the pipeline's y is already in original units
         cols = list(self.target_columns)
         if len(cols) == 1:
             return y * self.std[cols[0]] + self.mean[cols[0]]
@@ -119,6 +127,7 @@ def from_series(
     cache: bool = True,
     drop_remainder: bool = False,
     repeat: bool = False,
+    raw: bool = False,
 ) -> SeriesData:
     """A 1-D or multivariate series as batched ``(x, y)`` forecasting windows.
 
@@ -135,6 +144,7 @@ def from_series(
         normalize: subtract the training period's mean and divide by its std
             (x and y alike); :meth:`SeriesData.denormalize` undoes it.
         stride: steps between consecutive window starts.
+        raw: fit mean and std but keep x and y in the series' units.
     """
     array, columns, labels = _as_array(values, name)
     for arg, value in (("window", window), ("horizon", horizon), ("stride", stride)):
@@ -159,7 +169,7 @@ def from_series(
     all_starts = np.arange(0, length - window - horizon + 1, stride)
     first_target = all_starts + (1 if seq2seq else window)
     last_target = all_starts + window + horizon - 1
-    normalized = tf.constant(((array - mean) / std).astype(np.float32))
+    normalized = tf.constant((array if raw else (array - mean) / std).astype(np.float32))
     starts, parts = {}, {}
     for split, (lo, hi) in bounds.items():
         split_starts = all_starts[(first_target >= lo) & (last_target < hi)]
@@ -193,7 +203,100 @@ def from_series(
         values=array,
         bounds=bounds,
         starts=starts,
+        raw=bool(raw),
     )
+
+
+TIME_NAMES = ("time", "date", "datetime", "timestamp", "ds", "year", "month", "week", "day", "period")
+
+
+def find_time_column(frame) -> Optional[str]:
+    """The column that orders a table in time: named like one (``date``, ``time``, ``year``, ...) or
+    the first text column that parses as dates; None when there is none."""
+    import pandas as pd
+
+    named = [c for c in frame.columns if str(c).strip().lower() in TIME_NAMES]
+    if named:
+        return named[0]
+    for col in frame.columns:
+        series = frame[col]
+        if pd.api.types.is_datetime64_any_dtype(series):
+            return col
+        if series.dtype == object:
+            parsed = _parse_times(series)
+            if parsed is not None and parsed.notna().mean() >= 0.9:
+                return col
+    return None
+
+
+def _parse_times(series):
+    import warnings
+
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas warns when it guesses a format per element
+        try:
+            return pd.to_datetime(series, errors="coerce")
+        except (ValueError, TypeError, OverflowError):
+            return None
+
+
+def read_series(path, time_column: Optional[str] = None, columns: Optional[Sequence[str]] = None,
+                source: Optional[str] = None):
+    """A CSV (or Parquet) table with a time column as a DataFrame indexed by time, oldest first.
+
+    `time_column` default: :func:`find_time_column`. `columns`: the value columns
+    (default every other column). Rows must already be in time order, without
+    repeated times: a series that is not is an error naming the first bad row
+    (sorting silently could hide a mixed-up file). `path` may also be a DataFrame already read
+    (`source` then names it in errors).
+    """
+    import pandas as pd
+
+    from zoo.data.tables import read_table
+
+    frame, read_source = read_table(path)
+    source = source or read_source
+    if time_column is None:
+        time_column = find_time_column(frame)
+        if time_column is None:
+            raise DataError(
+                f"{source} has no time column (none named {', '.join(TIME_NAMES[:6])}, ... and none that parses "
+                "as dates); name it with --time-column."
+            )
+    elif time_column not in frame.columns:
+        from zoo.errors import suggest
+
+        close = suggest(time_column, [str(c) for c in frame.columns], n=3)
+        raise DataError(f"{source} has no time column {time_column!r}. Did you mean: {', '.join(close)}? "
+                        f"Columns: {', '.join(map(str, frame.columns))}.")
+    times = frame[time_column]
+    if not pd.api.types.is_numeric_dtype(times):
+        parsed = _parse_times(times)
+        if parsed is None or parsed.isna().any():
+            bad = int(np.flatnonzero(parsed.isna().to_numpy())[0]) if parsed is not None else 0
+            raise DataError(f"{source}: time column {time_column!r} has a value that is not a time: "
+                            f"{times.iloc[bad]!r} at row {bad} (line {bad + 2}).")
+        times = parsed
+    order = np.diff(times.to_numpy()) if len(times) > 1 else np.array([])
+    not_increasing = np.flatnonzero(~(order > order.dtype.type(0))) if len(order) else []
+    if len(not_increasing):
+        i = int(not_increasing[0]) + 1
+        raise DataError(f"{source}: time column {time_column!r} is not strictly increasing at row {i} "
+                        f"(line {i + 2}: {frame[time_column].iloc[i]!r} after {frame[time_column].iloc[i - 1]!r}); "
+                        "sort the file by time and remove repeated times.")
+    values = frame.drop(columns=[time_column])
+    if columns is not None:
+        missing = [c for c in columns if c not in values.columns]
+        if missing:
+            from zoo.errors import suggest
+
+            raise DataError(f"{source} has no column {missing[0]!r}. Did you mean: "
+                            f"{', '.join(suggest(missing[0], [str(c) for c in values.columns], n=3))}?")
+        values = values[list(columns)]
+    values.index = pd.Index(times, name=str(time_column))
+    return values
 
 
 def naive_forecast_mae(data, split: str = "test", *, data_dir=None) -> float:

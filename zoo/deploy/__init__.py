@@ -16,7 +16,10 @@ import importlib
 # public name -> the module that defines it
 _EXPORTS = {
     "export": "zoo.deploy.exporter",
-    "DataShapeError": "zoo.deploy.exporter",
+    "DataShapeError": "zoo.deploy.inputs",
+    "TraceError": "zoo.deploy.trace",
+    "signature_of": "zoo.deploy.trace",
+    "UnsupportedOpsError": "zoo.deploy.diagnose",
     "OutputDirError": "zoo.deploy.exporter",
     "FORMATS": "zoo.deploy.formats",
     "DEFAULT_FORMATS": "zoo.deploy.formats",

@@ -22,27 +22,22 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy import model_io
+from zoo.deploy import inputs, metadata, model_io
+from zoo.deploy.inputs import DataShapeError
 from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
 from zoo.deploy.formats.base import Job, Target, median
 from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
-from zoo.deploy.results import EXPORT_FAILED, ArtifactResult, KerasReference
+from zoo.deploy.results import ArtifactResult, KerasReference
 from zoo.deploy.scan import parse_allow
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
 
-RANDOM_EVAL_SAMPLES = 64
-RANDOM_SEQUENCE_LENGTH = 16
 WARMUP_RECORDS = 10  # real test examples written as the SavedModel's TF Serving warmup requests
 
 
 class OutputDirError(ZooError, OSError):
     """The output directory cannot be created or written."""
-
-
-class DataShapeError(ZooError, ValueError):
-    """Evaluation or representative data that does not fit the model's input."""
 
 
 def export(
@@ -53,6 +48,7 @@ def export(
     test_data=None,
     max_eval_samples=None,
     data_description=None,
+    input_signature=None,
     latency_runs: int = 50,
     verify: bool = True,
     isolate: bool = True,
@@ -69,10 +65,14 @@ def export(
         model: a `keras.Model`, or the path of a `.keras` file.
         out_dir: where the artifacts, `report.json` and `report.md` go.
         formats: names from `zoo.deploy.formats.MODULES` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
-        test_data: evaluation data with labels: `(x, y)` arrays or a tf.data of `(x, y)` batches. Parity,
-            int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
+        test_data: evaluation data: `x` or `(x, y)`, or a tf.data / iterable of such batches, where `x` is
+            what the model takes (an array; a list or dict of arrays for several inputs). Parity (every
+            output), int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
         max_eval_samples: use at most this many test examples.
         data_description: how the report names the data, e.g. "mnist test split".
+        input_signature: what `model(...)` takes, as `tf.TensorSpec`s (one, or a list or dict of them),
+            for a subclassed model that was never built; without it such a model is traced from the
+            first `test_data` batch, else from the shapes it was built with (`zoo.deploy.trace`).
         latency_runs: batch-1 runs timed per artifact (after 5 warm-up runs); 0 skips latency.
         verify: load each artifact in its runtime and check it (the default).
         isolate: convert in a child process, so a converter crash fails only its own artifact.
@@ -99,64 +99,99 @@ def export(
         source = os.fspath(model)
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
-    input_name, input_shape, input_dtype = model_io.single_input(model)
+    signature = _signature(model, input_signature, test_data)
 
-    eval_x, eval_y = _arrays(test_data, max_eval_samples, "test_data", input_name, input_shape)
+    eval_x, eval_y = inputs.collect(test_data, max_eval_samples, "test_data", signature)
     real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
     if eval_x is None:
-        eval_x = _random_inputs(input_shape, input_dtype, options.get("sequence_length"))
+        eval_x = inputs.random_inputs(signature, model_io.input_vocabularies(model, signature),
+                                      options.get("sequence_length"))
         data_description = "random inputs (no test data given)"
-    eval_x = eval_x.astype(input_dtype, copy=False)
+    recurrent = bool(model_io.recurrent_layers(model))
     tflite = resolved.get("tflite", {})
     rep_x = None
     if "int8" in (tflite.get("quantization") or ()):
         if tflite.get("representative_data") is None:
             raise OptionError("TFLite quantization 'int8' needs representative_data (from the training pipeline; "
                               "the CLI draws it with --dataset).")
-        rep_x, _ = _arrays(tflite["representative_data"], tflite["calibration_samples"], "representative_data",
-                           input_name, input_shape)
-        if rep_x.shape[1:] != eval_x.shape[1:] and model_io.recurrent_layers(model):
-            raise DataShapeError(f"representative_data examples have shape {rep_x.shape[1:]}, the test data "
-                                 f"{eval_x.shape[1:]}; the unrolled RNN route needs one static shape.")
+        rep_x, _ = inputs.collect(tflite["representative_data"], tflite["calibration_samples"],
+                                  "representative_data", signature)
+        shapes = {k: (v.shape[1:], eval_x[k].shape[1:]) for k, v in rep_x.items()}
+        if recurrent and any(a != b for a, b in shapes.values()):
+            raise DataShapeError(f"representative_data and the test data differ in example shape "
+                                 f"({shapes}); the unrolled RNN route needs one static shape.")
 
     out = _writable_dir(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=out))
     runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
     try:
-        data = _save_data(work, eval_x=eval_x, eval_y=eval_y, rep_x=rep_x,
-                          warmup_x=eval_x[:WARMUP_RECORDS] if real_x else None)
-        refs = _keras_outputs(model, eval_x)
+        data = {name: inputs.save(work / f"{name}.npz", x)
+                for name, x in (("eval_x", eval_x), ("rep_x", rep_x),
+                                ("warmup_x", inputs.take(eval_x, 0, WARMUP_RECORDS) if real_x else None))
+                if x is not None}
+        if eval_y is not None:
+            data["eval_y"] = _save(work, "eval_y", eval_y)
+        refs = _keras_outputs(model, signature, eval_x)
         for i, value in enumerate(refs.values()):
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
-        keras_row = _keras_reference(model, refs, eval_x, eval_y, latency_runs if verify else 0)
-        model_path = source or _save_model(model, work)
+        keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
+        saved_model_dir, trace_error = _write_saved_model(model, signature, work)
+        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent)
+        meta = metadata.of_model(model)
+        model_metadata = None if meta is None else meta.to_json()
         results: list[ArtifactResult] = []
-        saved_model_dir = None
+        layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name):
+            if trace_error:  # nothing to convert: each artifact says why
+                results.append(ArtifactResult(format=target.format, variant=target.variant,
+                                              precision=target.precision, options=target.options,
+                                              error=trace_error))
+                continue
             job = Job(target=target, model_path=model_path, work_dir=str(work), data=data,
                       output_names=list(refs), saved_model_dir=saved_model_dir, latency_runs=latency_runs,
-                      verify=verify, allow_unsafe_ops=allow_unsafe_ops,
-                      unsafe_deserialization=unsafe_deserialization)
-            result = runner.run(job, timeout_s)
-            if target.format == "saved_model" and result.status != EXPORT_FAILED:
-                saved_model_dir = result.path
-            results.append(result)
+                      verify=verify, signature=signature, layers=layers, recurrent=recurrent,
+                      model_path_error=model_path_error, model_name=model.name, allow_unsafe_ops=allow_unsafe_ops,
+                      unsafe_deserialization=unsafe_deserialization, metadata=model_metadata)
+            results.append(runner.run(job, timeout_s))
     finally:
         if runner is not process:
             runner.close()
         shutil.rmtree(work, ignore_errors=True)
 
     report = ExportReport(
-        model=_model_facts(model, input_name, input_shape, input_dtype, list(refs), source),
+        model=_model_facts(model, signature, list(refs), source, recurrent),
         data={"eval": data_description or ("test data" if eval_y is not None else "given inputs"),
-              "eval_samples": int(len(eval_x)),
-              "calibration": None if rep_x is None else f"{len(rep_x)} examples of representative_data"},
+              "eval_samples": inputs.count(eval_x),
+              "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data"},
         keras=keras_row, results=results, out_dir=str(out), card=dict(card or {}),
         timing={"export_s": sum(r.export_s for r in results), "verify_s": sum(r.verify_s for r in results),
                 "wall_s": time.perf_counter() - t_start},
     )
     report.write(out)
     return report
+
+
+def _signature(model, input_signature, test_data):
+    """The model's named inputs; an unbuilt subclassed model is traced from the first test batch."""
+    from zoo.deploy import trace
+
+    sample = None
+    if input_signature is None and not trace.is_functional(model) and not getattr(model, "_build_shapes_dict", None):
+        sample = _first_batch(test_data)
+    return trace.signature_of(model, input_signature=input_signature, sample=sample)
+
+
+def _first_batch(data):
+    """The inputs of the first batch of `data` (arrays, (x, y), or batches of them), or None."""
+    if data is None:
+        return None
+    if isinstance(data, (np.ndarray, dict)):
+        return data
+    if isinstance(data, tuple) and len(data) == 2 and not hasattr(data[0], "__next__"):
+        return data[0]
+    for batch in data:
+        return batch[0] if isinstance(batch, (tuple, list)) and len(batch) in (2, 3) else batch
+    return None
 
 
 def _derive_signature_and_doc(fn) -> None:
@@ -209,100 +244,86 @@ def _writable_dir(out_dir) -> Path:
     return out
 
 
-def _arrays(data, limit, what: str, input_name: str, input_shape: tuple):
-    """(x, y or None) as numpy from arrays, (x, y) pairs or a tf.data/iterable of batches; shape-checked."""
-    if data is None:
-        return None, None
-    if isinstance(data, np.ndarray):
-        xs, ys = [data], None
-    elif isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(d, "shape") for d in data):
-        xs, ys = [np.asarray(data[0])], [np.asarray(data[1])]
-    else:
-        xs, ys, n = [], [], 0
-        for batch in data:
-            x, y = (batch[0], batch[1]) if isinstance(batch, (tuple, list)) else (batch, None)
-            xs.append(np.asarray(x))
-            if y is not None:
-                ys.append(np.asarray(y))
-            n += len(xs[-1])
-            if limit and n >= limit:
-                break
-        ys = ys or None
-        if not xs:
-            raise DataShapeError(f"{what} is empty.")
-    x = np.concatenate(xs)[:limit]
-    y = None if ys is None else np.concatenate(ys)[:limit]
-    expected = tuple(input_shape)
-    got = tuple(x.shape[1:])
-    if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got)):
-        shown = tuple("None" if e is None else e for e in expected)
-        raise DataShapeError(
-            f"{what} has examples of shape {got}, but the model's input {input_name!r} expects {shown} "
-            f"(no batch axis; None is any length)."
-        )
-    if y is not None and len(y) != len(x):
-        raise DataShapeError(f"{what} has {len(x)} inputs but {len(y)} labels.")
-    return x, y
-
-
-def _random_inputs(shape, dtype, sequence_length):
-    rng = np.random.default_rng(0)
-    shape = tuple(d or sequence_length or RANDOM_SEQUENCE_LENGTH for d in shape)
-    if dtype.startswith("int"):
-        return rng.integers(0, 2, (RANDOM_EVAL_SAMPLES, *shape)).astype(dtype)
-    return rng.random((RANDOM_EVAL_SAMPLES, *shape), dtype=np.float32)
-
-
 def _save(work: Path, name: str, array) -> str:
     path = work / f"{name}.npy"
     np.save(path, np.asarray(array))
     return str(path)
 
 
-def _save_data(work: Path, **arrays) -> dict:
-    return {name: _save(work, name, a) for name, a in arrays.items() if a is not None}
-
-
-def _save_model(model, work: Path) -> str:
+def _save_model(model, work: Path, recurrent: bool) -> tuple[str | None, str | None]:
+    """(a .keras file of the model, None), or (None, why not). Only the RNN routes rebuild the model from it."""
+    if not recurrent:
+        return None, "not needed: the model has no RNN layers"
     path = work / f"{model.name}.keras"
-    model.save(path)
-    return str(path)
+    try:
+        model.save(path)
+    except Exception as e:  # a subclassed model without get_config, an unserializable custom layer
+        return None, f"{type(e).__name__}: {e}"[:500]
+    return str(path), None
 
 
-def _keras_outputs(model, x) -> dict:
-    import tensorflow as tf
+def _write_saved_model(model, signature, work: Path) -> tuple[str | None, str | None]:
+    """(the export's SavedModel, None), or (None, why the model could not be traced)."""
+    from zoo.deploy.signature import export_saved_model
 
-    outputs = model.predict(x, batch_size=1000, verbose=0)
-    return {name: np.asarray(v, dtype=np.float32) for name, v in zip(model.output_names, tf.nest.flatten(outputs))}
+    path = work / "saved_model_default"
+    try:
+        export_saved_model(model, path, signature=signature)
+    except Exception as e:  # the model's own code fails to trace: every format fails alike, and says why
+        return None, (f"tracing the model with inputs {signature.describe()} failed: "
+                      f"{type(e).__name__}: {e}")[:2000]
+    return str(path), None
 
 
-def _keras_reference(model, refs, x, y, latency_runs) -> KerasReference:
+def _keras_outputs(model, signature, x: dict) -> dict:
+    """Keras's outputs on the named inputs, by output name (`zoo.deploy.trace.name_outputs`)."""
+    from zoo.deploy.trace import name_outputs
+
+    x = inputs.for_keras(x)
+    args = signature.pack(x)
+    if len(args) == 1:
+        outputs = model.predict(args[0], batch_size=256, verbose=0)
+    else:  # several positional arguments: model.predict takes one
+        parts = [model(*signature.pack(inputs.take(x, i, i + 256)), training=False)
+                 for i in range(0, inputs.count(x), 256)]
+        import keras
+
+        outputs = keras.tree.map_structure(lambda *p: np.concatenate([np.asarray(v) for v in p]), *parts)
+    named = name_outputs(model, outputs)
+    return {name: (np.asarray(v, np.float32) if np.asarray(v).dtype.kind in "fiub" else np.asarray(v))
+            for name, v in named.items()}
+
+
+def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReference:
     import tensorflow as tf
 
     first = next(iter(refs.values()))
     row = KerasReference()
-    if y is not None and first.shape[-1] > 1:
+    if y is not None and first.ndim > 1 and first.shape[-1] > 1 and np.asarray(y).ndim == 1:
         row.accuracy = float(np.mean(np.argmax(first, -1) == y))
     if latency_runs:
-        fn = tf.function(lambda t: model(t, training=False))
-        x1 = tf.constant(x[:1])
+        fn = tf.function(lambda *args: model(*args, training=False))
+        args = signature.pack({k: tf.constant(v) for k, v in inputs.for_keras(inputs.take(x, 0, 1)).items()})
         times = []
         for i in range(5 + latency_runs):
             t0 = time.perf_counter()
-            tf.nest.map_structure(lambda t: t.numpy(), fn(x1))
+            tf.nest.map_structure(lambda t: t.numpy(), fn(*args))
             if i >= 5:
                 times.append((time.perf_counter() - t0) * 1e3)
         row.latency_ms = median(times)
     return row
 
 
-def _model_facts(model, input_name, input_shape, input_dtype, outputs, source) -> dict:
+def _model_facts(model, signature, outputs, source, recurrent) -> dict:
     from zoo.architectures import registry
+    from zoo.deploy.trace import describe_source
 
-    facts = {"name": model.name, "params": int(model.count_params()), "source": source,
-             "input": {"name": input_name, "shape": ["None" if d is None else d for d in input_shape],
-                       "dtype": input_dtype},
-             "outputs": outputs, "recurrent_layers": sorted(set(model_io.recurrent_layers(model)))}
+    described = [{"name": t.name, "shape": ["None" if d is None else d for d in t.shape], "dtype": t.dtype}
+                 for t in signature.inputs]
+    facts = {"name": model.name, "class": type(model).__name__, "params": int(model.count_params()),
+             "source": source, "inputs": described, "input": described[0],
+             "traced_from": signature.traced_from, "traced_from_text": describe_source(signature),
+             "outputs": outputs, "recurrent_layers": sorted(set(model_io.recurrent_layers(model))) if recurrent else []}
     with contextlib.suppress(ZooError):
         spec = registry.get_spec(model.name)
         facts.update(architecture=spec.name, family=spec.family, paper=spec.paper, task=spec.task)

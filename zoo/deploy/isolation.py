@@ -21,17 +21,19 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import numpy as np
 
 from zoo.deploy.formats.base import Job
 from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 
 
 def artifact_size(path) -> int:
+    """Bytes of the model's files (a TF.js folder's web page and its tf.min.js are not the model)."""
+    from zoo.deploy.web_page import PAGE_FILES
+
     path = Path(path)
     if path.is_file():
         return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in PAGE_FILES)
 
 
 def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
@@ -47,6 +49,10 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     t0 = time.perf_counter()
     try:
         converted = module.convert(job)
+        if job.metadata:
+            from zoo.deploy import metadata
+
+            metadata.write(converted.path, metadata.ModelMetadata.from_json(job.metadata))  # before verifying
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}"[:2000]
         result.attempts = list(getattr(e, "attempts", []))
@@ -60,8 +66,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         return result
     t1 = time.perf_counter()
     try:
-        example = np.asarray(job.array("eval_x")[:1])
-        verification = verify(module.open_runner(converted.path, example=example), job)
+        verification = verify(module.open_runner(converted.path, example=job.example()), job)
     except Exception as e:
         result.status = FAILED_VERIFICATION
         result.error = f"runtime error: {type(e).__name__}: {e}"[:2000]

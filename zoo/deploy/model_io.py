@@ -1,4 +1,5 @@
-"""Model facts the exporters share: loading with clear errors, inputs, recurrent layers, unrolled copies.
+"""Model facts the exporters share: loading with clear errors, layers, lookup vocabularies, recurrent layers,
+unrolled copies.
 
 Imports Keras only inside the functions, so the format modules that use it stay light to import.
 """
@@ -48,6 +49,7 @@ def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool =
     import keras
 
     import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
+    import zoo.data.raw_input  # noqa: F401  and the preprocessing layers of models trained on your own data
 
     try:
         return keras.saving.load_model(path, safe_mode=not unsafe_deserialization, compile=compile)
@@ -70,12 +72,39 @@ def cached_model(path: str, allow_unsafe_ops: tuple = (), unsafe_deserialization
     return load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
 
 
-def single_input(model):
-    """(name, per-example shape, dtype) of the model's one input."""
-    if len(model.inputs) != 1:
-        raise ZooError(f"Export supports single-input models; {model.name} has {len(model.inputs)} inputs.")
-    t = model.inputs[0]
-    return t._keras_history.operation.name, tuple(t.shape[1:]), str(t.dtype)
+def layer_classes(model) -> dict[str, str]:
+    """Every layer of the model, nested ones too: name -> class name (for errors that name a layer)."""
+    layers = {model.name: type(model).__name__}
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        layers.setdefault(layer.name, type(layer).__name__)
+    return layers
+
+
+LOOKUPS = ("StringLookup", "IntegerLookup", "TextVectorization")
+
+
+def input_vocabularies(model, signature) -> dict:
+    """input name -> the vocabulary of the lookup layer reading that input directly (functional models).
+
+    Random evaluation inputs for a string or id input are drawn from it, so that verification
+    exercises the lookup table instead of its out-of-vocabulary bucket alone.
+    """
+    from zoo.deploy.trace import is_functional
+
+    if not is_functional(model):
+        return {}
+    found = {}
+    names = set(signature.names)
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if type(layer).__name__ not in LOOKUPS:
+            continue
+        for node in getattr(layer, "_inbound_nodes", []):
+            for tensor in node.input_tensors:
+                source = getattr(getattr(tensor, "_keras_history", None), "operation", None)
+                if source is not None and source.name in names:
+                    vocab = [v for v in layer.get_vocabulary() if v not in ("", "[UNK]", -1, 0)]
+                    found.setdefault(source.name, vocab)
+    return found
 
 
 def recurrent_layers(model) -> list[str]:

@@ -123,8 +123,12 @@ class ExportReport:
                      + (f" ({m['family']})" if m.get("family") else "")
                      + (f", {m['paper']}" if m.get("paper") else ""))
         lines.append(f"- **Parameters**: {m['params']:,}")
-        lines.append(f"- **Input**: `{m['input']['name']}` {m['input']['shape']} {m['input']['dtype']}; "
-                     f"**outputs**: {', '.join(f'`{o}`' for o in m['outputs'])}")
+        inputs = m.get("inputs") or [m["input"]]
+        lines.append(f"- **Input{'s' if len(inputs) > 1 else ''}**: "
+                     + ", ".join(f"`{i['name']}` {i['shape']} {i['dtype']}" for i in inputs)
+                     + f"; **outputs**: {', '.join(f'`{o}`' for o in m['outputs'])}")
+        if m.get("traced_from_text"):
+            lines.append(f"- **Signature**: traced from {m['traced_from_text']}")
         if m.get("source"):
             lines.append(f"- **Source**: `{m['source']}`")
         lines += ["", "## Data and recipe", ""]

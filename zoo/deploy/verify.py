@@ -108,14 +108,17 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
 
 
 def verify(runner: Runner, job: Job) -> Verification:
-    """The artifact's runner on the job's evaluation set against the Keras outputs, and its latency."""
-    x = np.asarray(job.array("eval_x"))
+    """The artifact's runner on the job's evaluation set (every input, by name) against the Keras
+    outputs (every output), and its batch-1 latency."""
+    from zoo.deploy.inputs import count, take
+
+    x = job.inputs("eval_x")
     references = {name: np.asarray(job.array(f"ref_{i}")) for i, name in enumerate(job.output_names)}
     labels = job.array("eval_y")
     comparison = compare(runner.predict(x), references, job.target.precision, labels)
-    result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=int(len(x)))
+    result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=count(x))
     if comparison.max_abs_diff is not None and job.latency_runs:  # names and shapes agree: it runs
-        times = runner.latencies_ms(x[:1], job.latency_runs, job.warmup_runs)
+        times = runner.latencies_ms(take(x, 0, 1), job.latency_runs, job.warmup_runs)
         result.latency_ms, result.latency_runs = median(times), len(times)
     result.runtime = runner.runtime  # some runners say more once they have run (TF.js: the backend)
     return result

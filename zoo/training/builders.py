@@ -54,29 +54,57 @@ def resolve_jit_compile(setting: str | bool) -> bool:
     return setting
 
 
-def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None) -> keras.Model:
+def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None,
+                      data=None) -> keras.Model:
     """The registry model for `config`, compiled for its task with its train_step features.
+
+    With `data` (your own data, a `zoo.data.PathData`) the model is wrapped in the data's
+    preprocessing and compiled for the data's task (`zoo.training.own_data`).
 
     Call inside a strategy scope. The learning-rate schedule counts optimizer
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
-    with features.policy_scope(config.mixed_precision):
-        model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes, **config.model_overrides)
-    task = get_task(registry.get_spec(config.model).task)
+    if data is not None:
+        from zoo.training import own_data
+
+        model = own_data.build_model(config, data)
+    else:
+        with features.policy_scope(config.mixed_precision):
+            model = registry.build(config.model, input_shape=input_shape, num_classes=num_classes,
+                                   weights=config.weights, new_head=config.new_head, **config.model_overrides)
+    task = get_task(task_of(config, data))
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
+    strings = any(str(t.dtype) == "string" for t in model.inputs)  # texts, categories: no XLA kernels
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.build_loss(config.label_smoothing),
         metrics=task.metrics(),
-        jit_compile=resolve_jit_compile(config.jit_compile),
+        jit_compile=False if strings else resolve_jit_compile(config.jit_compile),
         steps_per_execution=config.steps_per_execution,
         features=features.from_config(config),
     )
     return model
 
 
-def load_splits(config: TrainConfig):
-    """(train, val, test) datasets; val/test are None where the config has no such split."""
+def task_of(config: TrainConfig, data=None) -> str:
+    """The task trained: your data's (inferred or `--task`), else the architecture's."""
+    return data.task if data is not None else registry.get_spec(config.model).task
+
+
+def load_splits(config: TrainConfig, data=None):
+    """(train, val, test) datasets; val/test are None where the config has no such split.
+
+    With `data` (a `zoo.data.PathData`) its own train, validation and test splits are used.
+    """
+    if data is not None:
+        def load_own(split, shuffle):
+            return data.splits.dataset(split, batch_size=config.batch_size, seed=config.seed, shuffle=shuffle)
+
+        parts = data.splits.parts
+        train_ds = augment.apply(load_own("train", True), config.augment, seed=config.seed)
+        return (train_ds, load_own("validation", False) if "validation" in parts else None,
+                load_own("test", False) if "test" in parts else None)
+
     def load(split, shuffle):
         return zoo.data.load(
             config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed, shuffle=shuffle

@@ -19,13 +19,14 @@ from zoo.core.options import (
 from zoo.errors import UnknownNameError, ZooError
 from zoo.fileio import check_dir_creatable
 from zoo.training.distribute import STRATEGIES
-from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, check_values, knob, knobs
+from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, TRANSFER_GROUP, check_values, knob, knobs
 
 RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
 DEFAULT_RECIPE = "mnist_fast"
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
 MIXED_PRECISION = ("mixed_float16", "mixed_bfloat16")
+FREEZE_CHOICES = ("backbone",)
 _JIT = {"auto": "auto", "on": True, "off": False}
 
 
@@ -39,6 +40,21 @@ JIT_COMPILE = Check(lambda v: isinstance(v, bool) or v == "auto", "auto, on (tru
 OVERRIDES = Check(lambda v: isinstance(v, dict), "a table of builder arguments")
 
 _FEATURE = "zoo.training.features"
+
+DATA_GROUP = "your own data (--data PATH; each knob left out is inferred from the data and printed)"
+DATA_TASKS = ("classification", "regression", "forecast")
+COLOR_MODES = ("grayscale", "rgb", "rgba")
+
+
+def _image_size_text(text: str) -> tuple:
+    parts = text.lower().replace(",", "x").split("x")
+    size = tuple(int(p) for p in parts)  # a ValueError becomes the option's own message
+    return size * 2 if len(size) == 1 else size
+
+
+IMAGE_SIZE = Check(lambda v: isinstance(v, (tuple, list)) and len(v) == 2
+                   and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v),
+                   "HxW (e.g. 64x64) or one side (64)", _image_size_text)
 
 
 @dataclasses.dataclass
@@ -78,7 +94,7 @@ class TrainConfig:
     early_stopping: int | None = knob(None, "stop after PATIENCE epochs without improvement", check=POSITIVE_INT,
                                       none=True, metavar="PATIENCE")
     target: float | None = knob(None, "validation metric to reach; the run reports the time to reach it", check=NUMBER,
-                                none=True)
+                                none=True, flag="--target-metric", metavar="VALUE")
     baseline: str | None = knob(None, "a reference model trained on the same split (zoo.training.baselines)",
                                 check=TEXT, none=True, metavar="NAME")
     data_dir: str | None = knob(None, "prepared TFDS data (default $ZOO_DATA_DIR or ~/tensorflow_datasets)", check=PATH,
@@ -119,6 +135,54 @@ class TrainConfig:
                                     check=POSITIVE_INT, none=True, metavar="STEPS", group=RUN_GROUP)
     sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.training.checks.overfit_batch)",
                               check=BOOL, group=RUN_GROUP)
+    # Transfer learning (zoo.architectures.weights, zoo.training.features.freezing / layer_decay) and presets.
+    weights: str | None = knob(None, "start from these weights: a preset name (`zoo presets`), a preset folder, or a "
+                               "keras.applications .h5, .weights.h5 or .keras file", check=PATH, none=True,
+                               metavar="PRESET|FILE", group=TRANSFER_GROUP)
+    new_head: bool = knob(False, "with --weights: re-initialize the classifier (this dataset's classes)", check=BOOL,
+                          group=TRANSFER_GROUP)
+    freeze: str | None = knob(None, "train only the head: 'backbone' freezes every layer before it, BatchNorm kept in "
+                              "inference mode", choices=FREEZE_CHOICES, none=True, group=TRANSFER_GROUP,
+                              feature=f"{_FEATURE}.freezing:FreezeBackbone")
+    unfreeze_at: int | None = knob(None, "with --freeze: train everything after this many epochs", check=POSITIVE_INT,
+                                   none=True, metavar="EPOCH", group=TRANSFER_GROUP)
+    unfreeze_lr_factor: float = knob(0.1, "with --unfreeze-at: the learning rate (schedule) times this from then on",
+                                     check=number_range(0, 1, lo_open=True), metavar="FACTOR", group=TRANSFER_GROUP)
+    layer_lr_decay: float | None = knob(None, "layer-wise learning-rate decay: the first layer learns at this fraction "
+                                        "of the classifier's rate, the layers between geometrically in between",
+                                        check=UNIT_OPEN, none=True, metavar="FRACTION", group=TRANSFER_GROUP,
+                                        feature=f"{_FEATURE}.layer_decay:LayerwiseLRDecay")
+    save_preset: str | None = knob(None, "after training, save the weights as this preset in $ZOO_HOME/presets",
+                                   check=TEXT, none=True, metavar="NAME", group=TRANSFER_GROUP)
+    preset_license: str | None = knob(None, "the saved preset's license (default: the training data's terms)",
+                                      check=TEXT, none=True, metavar="LICENSE", group=TRANSFER_GROUP)
+    # Your own data (`zoo train --data PATH`, `zoo.data.from_path`): a path instead of `dataset`; each knob
+    # left unset is inferred from the data (and printed), see zoo/training/own_data.py.
+    data: str | None = knob(None, "an image or text folder (one subfolder per class), a CSV/Parquet table, or a CSV "
+                            "series with a time column", check=PATH, none=True, metavar="PATH", group=DATA_GROUP)
+    task: str | None = knob(None, "what to learn from the data", choices=DATA_TASKS, none=True, group=DATA_GROUP)
+    target_column: str | None = knob(None, "the column to predict", check=TEXT, none=True, flag="--target",
+                                     metavar="COLUMN", group=DATA_GROUP)
+    features: tuple | None = knob(None, "input columns of a table", check=TEXT, multiple=True, none=True,
+                                  metavar="A,B,...", group=DATA_GROUP)
+    categorical: tuple | None = knob(None, "table columns to one-hot encode", check=TEXT, multiple=True, none=True,
+                                     metavar="A,B,...", group=DATA_GROUP)
+    text_column: str | None = knob(None, "the column of texts in a table of texts", check=TEXT, none=True,
+                                   metavar="COLUMN", group=DATA_GROUP)
+    time_column: str | None = knob(None, "the column ordering a series (makes a table a series)", check=TEXT,
+                                   none=True, metavar="COLUMN", group=DATA_GROUP)
+    horizon: int | None = knob(None, "steps to forecast (makes a table a series)", check=POSITIVE_INT, none=True,
+                               group=DATA_GROUP)
+    window: int | None = knob(None, "steps a forecaster sees", check=POSITIVE_INT, none=True, group=DATA_GROUP)
+    image_size: tuple | None = knob(None, "resize images to this size", check=IMAGE_SIZE, none=True, metavar="HxW",
+                                    group=DATA_GROUP)
+    color_mode: str | None = knob(None, "image channels", choices=COLOR_MODES, none=True, group=DATA_GROUP)
+    classes: tuple | None = knob(None, "use only these classes (class folders: labelled in this order)", check=TEXT,
+                                 multiple=True, none=True, metavar="A,B,...", group=DATA_GROUP)
+    val_fraction: float | None = knob(None, "fraction held out for validation (default 0.1)",
+                                      check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
+    test_fraction: float | None = knob(None, "fraction held out for the test (default 0.1)",
+                                       check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
 
     def validate(self) -> None:
         """Checks every name and number before any work starts (nothing is written).
@@ -136,6 +200,8 @@ class TrainConfig:
 
         registry.get_spec(self.model)
         augment.parse(self.augment)
+        self._validate_data_knobs()
+        self._validate_transfer()
         for path in (self.out, self.export_dir):
             if path:
                 try:
@@ -143,9 +209,43 @@ class TrainConfig:
                 except NotADirectoryError as e:
                     raise ValueError(f"Output path {str(path)!r} cannot be used: {e}") from None
 
+    def _validate_data_knobs(self) -> None:
+        """The data knobs' cross-field checks: they need `data`, and `data` must exist."""
+        if self.data is None:
+            given = [k.name for k in knobs(TrainConfig) if k.group == DATA_GROUP and getattr(self, k.name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} apply to your own data only: give it with --data PATH.")
+        elif not Path(self.data).exists():
+            raise ValueError(f"data {str(self.data)!r} does not exist (a folder, or a .csv/.parquet file).")
+
+    def _validate_transfer(self) -> None:
+        """The weights exist (a preset is checked, SHA-256 included) and a preset name is free, before training."""
+        if self.unfreeze_at is not None:
+            if self.freeze is None:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} needs freeze='backbone' (--freeze backbone).")
+            if self.unfreeze_at >= self.epochs:
+                raise ValueError(f"unfreeze_at={self.unfreeze_at} must be below epochs={self.epochs}: "
+                                 "the run would end before unfreezing.")
+        if self.new_head and self.weights is None:
+            raise ValueError("new_head re-initializes the classifier of loaded weights; give weights too (--weights).")
+        from zoo.architectures import weights
+        from zoo.core import presets
+
+        if self.weights is not None:
+            source = weights.resolve(self.weights)
+            if source.preset is not None and source.preset.architecture != self.model:
+                raise presets.PresetError(f"Preset {source.preset.name!r} holds weights of "
+                                          f"{source.preset.architecture!r}, but model={self.model!r}.")
+        if self.save_preset is not None:
+            presets.check_name(self.save_preset)
+            if (presets.preset_store() / self.save_preset).exists():
+                raise FileExistsError(f"Preset {self.save_preset!r} already exists in {presets.preset_store()}; "
+                                      "choose another --save-preset name.")
+
     @property
     def run_dir(self) -> Path:
-        return Path(self.out) / f"{self.model}-{self.dataset}"
+        source = Path(self.data).stem if self.data else self.dataset
+        return Path(self.out) / f"{self.model}-{source}"
 
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
@@ -169,6 +269,8 @@ def load_recipe(name_or_path: str, **overrides) -> TrainConfig:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ZooError(f"Recipe {str(path)!r} is not valid TOML: {e}") from None
+    if isinstance(data.get("data"), str):
+        data["data"] = str((path.parent / Path(data["data"]).expanduser()).resolve())  # relative to the recipe
     return TrainConfig(**{**recipe_values(data, path.name), "recipe": data.get("recipe", path.stem), **overrides})
 
 

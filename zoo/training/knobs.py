@@ -29,6 +29,7 @@ from zoo.core.options import Option, OptionError, as_tuple
 
 FEATURES_GROUP = "train_step features (zoo.training.features; they compose)"
 RUN_GROUP = "reproducibility, resume, checks, multi-worker"
+TRANSFER_GROUP = "starting from pretrained weights (transfer learning) and saving presets"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,11 +18,10 @@ import keras
 import tensorflow as tf
 
 import zoo.data
-from zoo.architectures import registry
 from zoo.errors import ZooError
 from zoo.fileio import ensure_dir
 from zoo.training import augment, baselines, distribute, features
-from zoo.training.builders import build_and_compile, load_splits
+from zoo.training.builders import build_and_compile, load_splits, task_of
 from zoo.training.callbacks import (
     NonFiniteGuard,
     NonFiniteLossError,
@@ -47,10 +46,16 @@ class TrainResult:
     export_path: Path | None
     run_dir: Path
     resumed_from: dict | None = None  # the backup position this run continued from
+    data: object | None = None  # your own data (zoo.data.PathData) when trained with `data`
+    weights_report: object = None  # zoo.architectures.weights.LoadReport, with --weights
+    preset: object = None  # zoo.core.presets.Preset, with --save-preset
 
 
-def train(config: TrainConfig) -> TrainResult:
+def train(config: TrainConfig, data=None) -> TrainResult:
     """Trains, evaluates on the full test split and exports; see `TrainConfig`.
+
+    With `config.data` (a path) the run trains on your own data (`zoo.training.own_data`);
+    `data` is that path already read (`own_data.config_for_data` returns both).
 
     Every name, number and path is checked, and the data located, before
     anything is written.
@@ -67,19 +72,26 @@ def train(config: TrainConfig) -> TrainResult:
         # Fixed op order and algorithms; with the seed this makes runs bitwise identical.
         tf.config.experimental.enable_op_determinism()
     is_chief = distribute.is_chief(strategy)
-    info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
-    train_ds, val_ds, test_ds = load_splits(config)
+    if config.data and data is None:
+        from zoo.training import own_data
+
+        data = own_data.read(config)
+    if data is not None:
+        info = data.dataset_info()
+    else:
+        info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
+    train_ds, val_ds, test_ds = load_splits(config, data)
 
     steps_per_epoch = int(train_ds.cardinality())
     if steps_per_epoch == 0:
-        raise ValueError(f"Split {config.train_split!r} of {config.dataset!r} is empty.")
+        raise ValueError(f"Split {config.train_split!r} of {config.data or config.dataset!r} is empty.")
     exact_resume = steps_per_epoch > 0
     if steps_per_epoch < 0:  # unknown cardinality
         n = info.splits.get(config.train_split)
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
     with strategy.scope():
-        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch)
+        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
 
     if config.sanity_check:
         from zoo.training import checks
@@ -89,9 +101,12 @@ def train(config: TrainConfig) -> TrainResult:
             raise ZooError(f"Sanity check failed: {report}")
         print(f"sanity check: {report}")
 
-    task = get_task(registry.get_spec(config.model).task)
-    monitor = f"val_{task.monitor}" if val_ds is not None else task.monitor
-    clock = WallClock(monitor=monitor, target=config.target, mode=task.mode)
+    task = get_task(task_of(config, data))
+    # Your own data: early stopping and the best checkpoint follow the loss. Validation splits of a few
+    # dozen rows make accuracy a coarse, tied signal (breast_cancer: stopped at epoch 4 of 35, 84% test).
+    name, mode = ("loss", "min") if data is not None and config.target is None else (task.monitor, task.mode)
+    monitor = f"val_{name}" if val_ds is not None else name
+    clock = WallClock(monitor=monitor, target=config.target, mode=mode)
     run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
     guard = NonFiniteGuard(steps_per_epoch)
     backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
@@ -101,14 +116,14 @@ def train(config: TrainConfig) -> TrainResult:
     callbacks = [
         guard,
         backup,
-        *standard_callbacks(run_dir, monitor=monitor, mode=task.mode, early_stopping=config.early_stopping,
+        *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
                             write_files=is_chief),
         *model.feature_callbacks(),
         clock,
     ]
     verbose = default_verbose() if config.verbose is None else config.verbose
     fit = functools.partial(model.fit, validation_data=val_ds, callbacks=callbacks, verbose=verbose, shuffle=False)
-    history = _fit_from(fit, lambda: load_splits(config)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
+    history = _fit_from(fit, lambda: load_splits(config, data)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
                         backup.step_in_epoch, multi_worker=distribute.is_multi_worker(strategy))
 
     if guard.bad_step is not None:
@@ -134,17 +149,39 @@ def train(config: TrainConfig) -> TrainResult:
         # Real test (or validation) examples become the version's TF Serving warmup records.
         export_path = publish_saved_model(model, config.export_dir, config.model,
                                           warmup_data=test_ds if test_ds is not None else val_ds)
+    test_metrics = {k: float(v) for k, v in test_metrics.items()}
+    preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
     return TrainResult(
         config=config,
         model=model,
         history=history,
-        test_metrics={k: float(v) for k, v in test_metrics.items()},
+        test_metrics=test_metrics,
         baseline=baseline,
         train_time_s=clock.train_time_s,
         time_to_target_s=clock.time_to_target_s,
         export_path=export_path,
         run_dir=run_dir,
         resumed_from=resumed,
+        data=data,
+        weights_report=getattr(model, "load_report", None),
+        preset=preset,
+    )
+
+
+def save_run_preset(model, config: TrainConfig, test_metrics: dict):
+    """The finished run's weights as preset `config.save_preset`, with its recipe, data and test metrics."""
+    from zoo.core import presets
+
+    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split}
+    if config.data:  # your own data: its path and how it was read (zoo.training.own_data)
+        data = {"data": str(config.data), "splits": "train, with validation and test held out"}
+    if config.weights:
+        data["started_from"] = str(config.weights)
+    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({config.dataset})"
+    return presets.save_preset(
+        model, config.save_preset, recipe=dataclasses.asdict(config), data=data,
+        metrics={f"test_{k}": v for k, v in test_metrics.items()}, license=license,
+        description=config.description or f"{config.model} trained on {config.dataset} ({config.recipe or 'no recipe'})",
     )
 
 

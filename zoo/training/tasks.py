@@ -37,6 +37,13 @@ TASKS = {
         mode="max",
         smoothed_loss=lambda e: losses.SparseCategoricalCrossentropy(label_smoothing=e),
     ),
+    # A real-valued target (a table column); the model's output is in the target's own units.
+    "regression": Task(
+        loss=keras.losses.MeanSquaredError,
+        metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],
+        monitor="mae",
+        mode="min",
+    ),
     "forecast": Task(
         loss=keras.losses.MeanSquaredError,
         metrics=lambda: [keras.metrics.MeanAbsoluteError(name="mae")],

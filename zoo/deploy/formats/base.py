@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import POSITIVE_INT, Option
+from zoo.deploy.trace import Signature
 from zoo.fileio import TMP_PREFIX, atomic_dir
 
 DEFAULT_THREADS = 2  # intra-op threads of a runtime opened for verification
@@ -105,28 +106,55 @@ class Target:
 
 @dataclasses.dataclass
 class Job:
-    """Everything a conversion and its verification need; plain data, so it can cross processes."""
+    """Everything a conversion and its verification need; plain data, so it can cross processes.
+
+    The export writes the model's SavedModel once, in the caller's process (`saved_model_dir`): every
+    format converts from it, so a model the conversion process could not rebuild (a subclassed
+    model defined in a script) converts all the same. Only the RNN routes rebuild the Keras model,
+    from `model_path`.
+    """
 
     target: Target
-    model_path: str  # the model as a .keras file, loaded by the worker
+    model_path: str | None  # the model as a .keras file (for the RNN routes); None if it could not be saved
     work_dir: str  # scratch space on the output's filesystem
-    data: dict  # name -> .npy path: eval_x, eval_y (optional), rep_x (optional), ref_<i> (Keras outputs)
+    data: dict  # name -> path: eval_x, rep_x, warmup_x (.npz of named inputs), eval_y, ref_<i> (.npy)
     output_names: list
-    saved_model_dir: str | None = None  # a SavedModel already written by this export, if any
+    saved_model_dir: str | None = None  # the SavedModel of the model, written by the export
     latency_runs: int = 50
     warmup_runs: int = 5
     verify: bool = True
+    signature: Signature | None = None  # the model's named inputs (`zoo.deploy.trace`)
+    layers: dict = dataclasses.field(default_factory=dict)  # layer name -> class name, for error messages
+    recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers
+    model_path_error: str | None = None  # why model_path is None
+    model_name: str = "model"
     allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)
     unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
+    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.deploy.metadata)
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)
         return None if path is None else np.load(path, mmap_mode="r")
 
-    def keras_model(self):
-        """The model, loaded once per worker process."""
-        from zoo.deploy import model_io
+    def inputs(self, name: str = "eval_x") -> dict[str, np.ndarray] | None:
+        """Named inputs saved by the export: eval_x, rep_x or warmup_x; `{input name: array}`."""
+        from zoo.deploy import inputs
 
+        path = self.data.get(name)
+        return None if path is None else inputs.load(path)
+
+    def example(self) -> dict[str, np.ndarray]:
+        """The first evaluation example, a batch of one, by input name."""
+        return {k: v[:1] for k, v in self.inputs("eval_x").items()}
+
+    def keras_model(self):
+        """The model, loaded once per process (the RNN routes rebuild it)."""
+        from zoo.deploy import model_io
+        from zoo.errors import ZooError
+
+        if self.model_path is None:
+            raise ZooError("this route rebuilds the Keras model from a .keras file, and the model could not be "
+                           f"saved as one: {self.model_path_error}")
         return model_io.cached_model(self.model_path, tuple(self.allow_unsafe_ops), self.unsafe_deserialization)
 
     def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
@@ -141,21 +169,27 @@ class Job:
         if not os.path.isdir(path):  # written atomically, so a complete one from an earlier target
             from zoo.deploy.signature import export_saved_model
 
+            signature = self.signature if model is None else None  # a rebuilt model says its own inputs
             with atomic_dir(path) as tmp:
                 os.rmdir(tmp)
-                export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size)
+                export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size, signature=signature)
         return path
 
     def static_input_shape(self) -> tuple:
         """Per-example input shape of the unrolled RNN route: the data's, the time axis set by `sequence_length`.
 
         The export's `sequence_length` option applies to recurrent models only (their axis 0 is time).
+        The route rebuilds the model with one static input, so it takes single-input models.
         """
-        from zoo.deploy import model_io
+        from zoo.errors import ZooError
 
-        shape = tuple(self.array("eval_x").shape[1:])
+        x = self.inputs("eval_x")
+        if len(x) != 1:
+            raise ZooError(f"the unrolled RNN route fixes the shape of one input; this model has {len(x)}: "
+                           f"{sorted(x)}.")
+        shape = tuple(next(iter(x.values())).shape[1:])
         length = self.target.options.get("sequence_length")
-        if length and shape and model_io.recurrent_layers(self.keras_model()):
+        if length and shape and self.recurrent:
             shape = (length, *shape[1:])
         return shape
 
@@ -204,20 +238,30 @@ class Converted:
 
 
 class Runner:
-    """An artifact loaded in its runtime. Subclasses implement `predict`."""
+    """An artifact loaded in its runtime. Subclasses implement `predict` and set `input_names`.
+
+    `predict` takes the inputs by name, `{input name: array}`, or, for a model with one input,
+    the bare array (`named` turns either into the dict).
+    """
 
     runtime: str = ""
+    input_names: list[str] = []
+
+    def named(self, x) -> dict[str, np.ndarray]:
+        from zoo.deploy.inputs import as_named
+
+        return as_named(x, list(self.input_names), "inputs")
 
     @property
     def note(self) -> str:
         """How this runner ran where its format does not say (a fixed batch, fallback kernels, a backend)."""
         return ""
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, x) -> dict[str, np.ndarray]:
         """Outputs keyed by output name, for a batch of any size."""
         raise NotImplementedError
 
-    def latencies_ms(self, x1: np.ndarray, runs: int, warmup: int) -> list[float]:
+    def latencies_ms(self, x1, runs: int, warmup: int) -> list[float]:
         """Wall time of `runs` batch-1 predictions after `warmup` unmeasured ones."""
         for _ in range(warmup):
             self.predict(x1)
@@ -233,11 +277,13 @@ def median(values) -> float | None:
     return statistics.median(values) if values else None
 
 
-def predict_in_chunks(fn, x: np.ndarray, chunk: int = 256) -> dict[str, np.ndarray]:
-    """Runs `fn(batch) -> {name: array}` over `x` in chunks and concatenates."""
+def predict_in_chunks(fn, x: dict[str, np.ndarray], chunk: int = 256) -> dict[str, np.ndarray]:
+    """Runs `fn({input name: batch}) -> {output name: array}` over the named inputs `x` in chunks and concatenates."""
     parts: dict[str, list] = {}
-    for start in range(0, len(x), chunk):
-        for name, value in fn(np.ascontiguousarray(x[start : start + chunk])).items():
+    n = len(next(iter(x.values())))
+    for start in range(0, n, chunk):
+        batch = {k: np.ascontiguousarray(v[start : start + chunk]) for k, v in x.items()}
+        for name, value in fn(batch).items():
             parts.setdefault(name, []).append(np.asarray(value))
     return {name: np.concatenate(v) for name, v in parts.items()}
 

@@ -1,4 +1,6 @@
-"""ONNX via tf2onnx, with a dynamic batch axis named "batch", run with onnxruntime."""
+"""ONNX via tf2onnx from the export's SavedModel, with a dynamic batch axis named "batch", run with
+onnxruntime. `zoo.deploy.formats.onnx_convert` says why from the SavedModel (tf2onnx's
+`from_function` turns a `Normalization` layer's constants into graph inputs) and what it rewrites."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ FORMAT = Format(
     name="onnx",
     artifact="{model}.onnx",
     runtime="onnxruntime (CPUExecutionProvider)",
-    description="ONNX via tf2onnx with a dynamic batch axis",
+    description="ONNX via tf2onnx from the SavedModel (constants frozen, Erfc rewritten), dynamic batch axis",
     options=(
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
     ),
@@ -20,24 +22,20 @@ FORMAT = Format(
 
 
 def convert(job: Job) -> Converted:
-    import tensorflow as tf
-    import tf2onnx
+    from zoo.deploy.formats.onnx_convert import convert_saved_model
 
-    from zoo.deploy import model_io
-
-    model = job.keras_model()
-    name, shape, dtype = model_io.single_input(model)
-    fn = tf.function(lambda x: dict(zip(model.output_names, tf.nest.flatten(model(x, training=False)))))
-    proto, _ = tf2onnx.convert.from_function(
-        fn, input_signature=[tf.TensorSpec((None, *shape), dtype, name=name)], opset=job.target.options["opset"]
-    )
+    opset = job.target.options["opset"]
+    proto, erfc = convert_saved_model(job.saved_model(), opset, job.layers)
     for value in [*proto.graph.input, *proto.graph.output]:  # tf2onnx names the free axes unk__N
         dims = value.type.tensor_type.shape.dim
         if dims and not dims[0].HasField("dim_value"):
             dims[0].dim_param = "batch"
     with atomic_output(job.target.path) as tmp:
         tmp.write_bytes(proto.SerializeToString())
-    return Converted(job.target.path, notes=[f"opset {job.target.options['opset']}"])
+    notes = [f"opset {opset}"]
+    if erfc:
+        notes.append(f"{erfc} Erfc (exact GELU) rewritten as 1 - Erf")
+    return Converted(job.target.path, notes=notes)
 
 
 class ONNXRunner(Runner):
@@ -52,11 +50,11 @@ class ONNXRunner(Runner):
             options.enable_profiling = True
             options.profile_file_prefix = profile_prefix
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self._input = self._session.get_inputs()[0].name
+        self.input_names = [i.name for i in self._session.get_inputs()]
         self._outputs = [o.name for o in self._session.get_outputs()]
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        return predict_in_chunks(lambda b: dict(zip(self._outputs, self._session.run(None, {self._input: b}))), x, 1000)
+    def predict(self, x) -> dict[str, np.ndarray]:
+        return predict_in_chunks(lambda b: dict(zip(self._outputs, self._session.run(None, b))), self.named(x), 1000)
 
     def end_profiling(self) -> str:
         """Stops profiling (see `profile_prefix`) and returns the trace file's path."""

@@ -53,13 +53,26 @@ def publish_saved_model(model, base_dir="saved_models", name=None, *, version=No
 
 
 def convert(job: Job) -> Converted:
-    """Publishes the next version under `<serving_dir or target.path>/<model name>/` atomically,
-    with TF Serving warmup records from the evaluation data when real data was given."""
-    model = job.keras_model()
+    """Publishes the export's SavedModel as the next version under `<serving_dir or target.path>/<model
+    name>/` atomically, with TF Serving warmup records from the evaluation data when real data was given."""
+    import shutil
+
+    from zoo.deploy.inputs import count
+    from zoo.deploy.serving.layout import publish
+    from zoo.deploy.serving.warmup import predict_requests, write_warmup
+
     opts = job.target.options
     base = Path(opts.get("serving_dir") or job.target.path)
-    path = publish_saved_model(model, base, model.name, version=opts.get("version"), keep=opts.get("keep"),
-                               warmup_data=job.array("warmup_x"))
+    warmup = job.inputs("warmup_x")
+    requests = predict_requests(warmup, job.model_name, num_records=count(warmup)) if warmup else None
+    source = job.saved_model()
+
+    def write(path):
+        shutil.copytree(source, path)
+        if requests:
+            write_warmup(path, requests)
+
+    path = publish(write, base / job.model_name, version=opts.get("version"), keep=opts.get("keep"))
     return Converted(str(path), notes=[f"TF Serving model base path: {path.parent}"])
 
 
@@ -71,12 +84,12 @@ class SavedModelRunner(Runner):
 
         self._tf = tf
         self._sig = tf.saved_model.load(str(path)).signatures[SERVING_SIGNATURE]
-        (self._input,) = self._sig.structured_input_signature[1]
+        self.input_names = list(self._sig.structured_input_signature[1])
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, x) -> dict[str, np.ndarray]:
         return predict_in_chunks(
-            lambda b: {k: v.numpy() for k, v in self._sig(**{self._input: self._tf.constant(b)}).items()}, x, 1000
-        )
+            lambda b: {k: v.numpy() for k, v in self._sig(**{n: self._tf.constant(v) for n, v in b.items()}).items()},
+            self.named(x), 1000)
 
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> SavedModelRunner:

@@ -53,37 +53,39 @@ RUNNER_JS = JS_DIR / "run_tfjs.js"
 CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
 
 
-def routes(model) -> list:
-    """Routes to try, in order, for this model."""
-    from zoo.deploy import model_io
-
-    if not model_io.recurrent_layers(model):
+def routes(recurrent: bool) -> list:
+    """Routes to try, in order, for a model with (or without) RNN layers."""
+    if not recurrent:
         return [None]
     return ["control_flow_v2", "unrolled"]
 
 
 def convert(job: Job) -> Converted:
-    model = job.keras_model()
+    from zoo.deploy.diagnose import UnsupportedOpsError
+
     weights = job.target.variant or "float32"
     attempts = []
-    candidates = routes(model)
+    candidates = routes(job.recurrent)
     for route in candidates:
         notes = []
         try:
             with atomic_output(job.target.path) as tmp:
                 if route == "unrolled":
                     example_shape = job.static_input_shape()
-                    split = _convert(job.unrolled_saved_model(example_shape), tmp, weights, control_flow_v2=False)
+                    notes += _convert(job.unrolled_saved_model(example_shape), tmp, weights, False, job.layers)
                     notes.append(unrolled_note(example_shape))
                 else:
                     # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
-                    split = _convert(job.saved_model(), tmp, weights, control_flow_v2=route == "control_flow_v2")
+                    notes += _convert(job.saved_model(), tmp, weights, route == "control_flow_v2", job.layers)
                     if route == "control_flow_v2":
                         notes.append("control flow v2")
-                if split:
-                    notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, job)
+                from zoo.deploy import web_page
+
+                notes += web_page.write(tmp)  # index.html + tf.min.js beside model.json
+        except UnsupportedOpsError:
+            raise  # ops tfjs lacks: no route removes them
         except Exception as e:  # try the next route; the report keeps why this one failed
             if not attempts and route == candidates[-1]:
                 raise  # the only route: its own error
@@ -95,21 +97,69 @@ def convert(job: Job) -> Converted:
     raise RoutesFailed("no TF.js route worked", attempts)
 
 
-def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool) -> int:
-    """Converts; returns how many fused nodes `tfjs_unfuse` had to split."""
+def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool, layers: dict) -> list[str]:
+    """Converts, rewrites what tfjs lacks but can compose, checks every op; returns notes on the rewrites.
+
+    The converter's own op check runs off (it rejects `Erfc` before it can be rewritten);
+    `tfjs_ops.check_ops` runs it afterwards against the same op lists, naming the layers.
+    """
     from zoo.deploy._tfjs_shim import convert_tf_saved_model
+    from zoo.deploy.formats import tfjs_ops
     from zoo.deploy.formats.tfjs_unfuse import unfuse_tensor_bias
 
-    convert_tf_saved_model()(
-        saved_model_dir,
-        str(out_dir),
-        signature_def=SERVING_SIGNATURE,
-        saved_model_tags=SERVING_TAG,
-        quantization_dtype_map=None if weights == "float32" else {weights: True},
-        use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
-        control_flow_v2=control_flow_v2,
-    )
-    return unfuse_tensor_bias(out_dir)
+    try:
+        convert_tf_saved_model()(
+            saved_model_dir,
+            str(out_dir),
+            signature_def=SERVING_SIGNATURE,
+            saved_model_tags=SERVING_TAG,
+            quantization_dtype_map=None if weights == "float32" else {weights: True},
+            use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
+            control_flow_v2=control_flow_v2,
+            skip_op_check=True,
+        )
+    except Exception as e:  # with its op check off the converter may crash on ops tfjs lacks: name them
+        from zoo.deploy.diagnose import UnsupportedOpsError
+
+        try:
+            tfjs_ops.check_saved_model_ops(saved_model_dir, layers)
+        except UnsupportedOpsError:
+            raise
+        except Exception:  # the diagnosis failed too: the converter's own error says more
+            pass
+        raise e
+    notes = []
+    erfc = tfjs_ops.rewrite_erfc(out_dir)
+    if erfc:
+        notes.append(f"{erfc} Erfc (exact GELU) rewritten as 1 - Erf")
+    lookups = tfjs_ops.reshape_lookups(out_dir)
+    if lookups:
+        notes.append(f"{lookups} table lookup(s) reshaped to their keys' shape (tfjs returns them flat)")
+    tfjs_ops.check_ops(out_dir, layers)
+    align_output_names(out_dir)
+    split = unfuse_tensor_bias(out_dir)
+    if split:
+        notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
+    return notes
+
+
+def align_output_names(model_dir) -> bool:
+    """Orders `model.json`'s signature outputs as its `structuredOutputKeys`; True if they were not.
+
+    tfjs names the tensors `predict()` returns by position: the i-th of the signature's outputs
+    gets the i-th of `structuredOutputKeys` (tfjs-converter 4.22 `addStructuredOutputNames`).
+    The converter writes those keys sorted but the outputs in the order of the SavedModel's
+    signature map, which is not sorted: with two outputs, `predict()` could swap their names.
+    """
+    path = Path(model_dir) / "model.json"
+    model = json.loads(path.read_text())
+    keys = (model.get("userDefinedMetadata") or {}).get("structuredOutputKeys")
+    outputs = (model.get("signature") or {}).get("outputs") or {}
+    if not keys or list(outputs) == list(keys) or set(outputs) != set(keys):
+        return False
+    model["signature"]["outputs"] = {k: outputs[k] for k in keys}
+    path.write_text(json.dumps(model))
+    return True
 
 
 def _runtime_check(model_dir, job: Job) -> list[str]:
@@ -122,7 +172,7 @@ def _runtime_check(model_dir, job: Job) -> list[str]:
         node_runtime()
     except RuntimeError as e:
         return [f"TF.js runtime check skipped: {e}"]
-    x = np.asarray(job.array("eval_x")[:CHECK_EXAMPLES])
+    x = {k: v[:CHECK_EXAMPLES] for k, v in job.inputs("eval_x").items()}
     try:
         TFJSRunner(model_dir).predict(x)
     except RuntimeError as e:
@@ -159,12 +209,20 @@ class TFJSRunner(Runner):
         if not backends or unknown:
             raise ValueError(f"backends must be a non-empty subset of {self.BACKENDS}. Received: {backends}")
         self._backends = list(backends)
+        try:
+            signature = json.loads(Path(self._path, "model.json").read_text()).get("signature") or {}
+        except (OSError, ValueError) as e:
+            raise RuntimeError(f"{self._path} is not a TF.js graph model: {e}") from None
+        # Hash tables appear as DT_RESOURCE signature inputs that tfjs feeds itself (`normalizeInputs`).
+        self.input_names = [name for name, spec in (signature.get("inputs") or {}).items()
+                            if spec.get("dtype") != "DT_RESOURCE" and "resourceId" not in spec] or ["input"]
 
     @property
     def note(self) -> str:  # the backend Node ended up on (wasm, or cpu where wasm cannot run the graph)
         return self.runtime.replace("@tensorflow/", "")
 
-    def _run(self, x: np.ndarray, latency_runs: int = 0, warmup: int = 0, **timing):
+    def _run(self, x, latency_runs: int = 0, warmup: int = 0, **timing):
+        x = self.named(x)
         errors = []
         while self._backends:
             try:
@@ -176,14 +234,22 @@ class TFJSRunner(Runner):
                 self._backends.pop(0)
         raise RuntimeError("; ".join(errors))
 
-    def _run_on(self, backend: str, x: np.ndarray, latency_runs: int, warmup: int, latency_batch: int = 1,
+    def _run_on(self, backend: str, x: dict, latency_runs: int, warmup: int, latency_batch: int = 1,
                 latency_budget_ms: float | None = None, latency_min_runs: int = 3):
         with tempfile.TemporaryDirectory(prefix="zoo-tfjs-") as tmp:
-            dtype = "int32" if np.issubdtype(x.dtype, np.integer) else "float32"
-            np.ascontiguousarray(x, dtype=dtype).tofile(os.path.join(tmp, "input.bin"))
+            inputs = {}
+            for i, (name, value) in enumerate(x.items()):
+                path = os.path.join(tmp, f"input_{i}.bin")
+                if value.dtype.kind in "USO":  # strings travel as JSON
+                    dtype = "string"
+                    Path(path).write_text(json.dumps(np.asarray(value, dtype=str).ravel().tolist()))
+                else:
+                    dtype = "int32" if np.issubdtype(value.dtype, np.integer) or value.dtype == bool else "float32"
+                    np.ascontiguousarray(value, dtype=dtype).tofile(path)
+                inputs[name] = {"path": path, "dtype": dtype, "shape": list(value.shape)}
             request = {
                 "model_dir": self._path,
-                "input": {"path": os.path.join(tmp, "input.bin"), "dtype": dtype, "shape": list(x.shape)},
+                "inputs": inputs,
                 "batch_size": 500,
                 "latency_runs": latency_runs,
                 "warmup_runs": warmup,
@@ -208,17 +274,18 @@ class TFJSRunner(Runner):
         self.runtime = f"@tensorflow/tfjs {result['tfjs_version']} in Node ({result['backend']} backend)"
         return outputs, result["latency_ms"]
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
+    def predict(self, x) -> dict[str, np.ndarray]:
         return self._run(x)[0]
 
-    def latencies_ms(self, x1: np.ndarray, runs: int, warmup: int) -> list[float]:
+    def latencies_ms(self, x1, runs: int, warmup: int) -> list[float]:
         return self._run(x1, runs, warmup)[1]  # timed inside Node: no process start in the numbers
 
-    def timed_calls_ms(self, x: np.ndarray, runs: int, warmup: int = 5, budget_s: float | None = None,
+    def timed_calls_ms(self, x, runs: int, warmup: int = 5, budget_s: float | None = None,
                        min_runs: int = 3) -> list[float]:
         """Wall times of `predict(x)` with the whole of `x` as one batch, timed inside Node: `runs` calls,
         or fewer (at least `min_runs`) once `budget_s` of timed calls have passed."""
-        return self._run(x, runs, warmup, latency_batch=len(x), latency_min_runs=min_runs,
+        n = len(next(iter(self.named(x).values())))
+        return self._run(x, runs, warmup, latency_batch=n, latency_min_runs=min_runs,
                          latency_budget_ms=None if budget_s is None else budget_s * 1e3)[1]
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from zoo.core.options import BOOL, POSITIVE_INT, Option
 from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
                                      Runner, atomic_output, predict_in_chunks, unrolled_note)
+from zoo.deploy.diagnose import unsupported_ops_error
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
@@ -47,11 +48,9 @@ FORMAT = Format(
 )
 
 
-def routes(model, quantization: str) -> list[str]:
-    """Routes to try, in order, for this model and quantization."""
-    from zoo.deploy import model_io
-
-    if not model_io.recurrent_layers(model):
+def routes(recurrent: bool, quantization: str) -> list[str]:
+    """Routes to try, in order, for a model with (or without) RNN layers and this quantization."""
+    if not recurrent:
         return ["dynamic_batch"]
     if quantization == "int8":
         return ["unrolled"]  # fixed_batch + full int8 segfaults the converter
@@ -78,12 +77,18 @@ def _converter(saved_model_dir: str):
 
 
 def _representative(job: Job, example_shape):
-    x = job.array("rep_x")
-    n = min(len(x), job.target.options.get("calibration_samples") or 200)
+    """Calibration batches of one example, by input name (the converter feeds the signature by name)."""
+    x = job.inputs("rep_x")
+    n = min(len(next(iter(x.values()))), job.target.options.get("calibration_samples") or 200)
 
     def gen():
         for i in range(n):
-            yield [np.asarray(x[i : i + 1], dtype=np.float32).reshape(1, *example_shape)]
+            batch = {}
+            for name, value in x.items():
+                v = np.asarray(value[i : i + 1])
+                v = v.astype(np.float32) if v.dtype.kind == "f" else v
+                batch[name] = v.reshape(1, *example_shape) if example_shape is not None else v
+            yield batch
 
     return gen
 
@@ -107,15 +112,17 @@ def _quantize(converter, job: Job, example_shape):
 
 
 def convert(job: Job) -> Converted:
-    model = job.keras_model()
-    example_shape = job.static_input_shape()
+    example_shape = job.static_input_shape() if job.recurrent else None
     attempts = []
-    for route in routes(model, job.target.variant):
+    for route in routes(job.recurrent, job.target.variant):
         try:
             converter = _converter(_saved_model_for(job, route, example_shape))
             _quantize(converter, job, example_shape)
             flatbuffer = converter.convert()
         except Exception as e:  # try the next route; the report keeps why this one failed
+            unsupported = tflite_unsupported_ops(str(e))
+            if unsupported:  # no route helps: the ops are in the graph whatever the route
+                raise unsupported_ops_error("TFLite (builtin ops)", unsupported, job.layers) from None
             attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}"))
             continue
         with atomic_output(job.target.path) as tmp:
@@ -127,6 +134,25 @@ def convert(job: Job) -> Converted:
             notes.append(unrolled_note(example_shape))
         return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
     raise RoutesFailed("no TFLite route converted", attempts)
+
+
+def tflite_unsupported_ops(message: str) -> dict[str, list[str]]:
+    """op -> graph node names, from the converter's "op is neither a custom op nor a flex op" errors.
+
+    The converter reports each as `loc(fused["LookupTableFindV2:", "model_1/lookup_1/None_Lookup/
+    LookupTableFindV2@__inference_serve_123"]): error: 'tf.LookupTableFindV2' op is neither a custom op
+    nor a flex op`. Ops that only the RNN routes remove (TensorList*) are not listed: those are routes' business.
+    """
+    import re
+
+    found: dict[str, list[str]] = {}
+    for line in message.splitlines():
+        match = re.search(r"'tf\.(\w+)' op is neither a custom op nor a flex op", line)
+        if not match or match.group(1).startswith("TensorList"):
+            continue
+        nodes = [n.split("@")[0] for n in re.findall(r'"([^"]+)"', line) if "/" in n]
+        found.setdefault(match.group(1), []).extend(nodes or [""])
+    return found
 
 
 def _last_line(e: Exception) -> str:
@@ -148,9 +174,11 @@ class TFLiteRunner(Runner):
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
         self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
-        (self._input, self._in), = self._runner.get_input_details().items()
+        self._ins = self._runner.get_input_details()
         self._outs = self._runner.get_output_details()
-        self.fixed_batch = int(self._in["shape_signature"][0]) if self._in["shape_signature"][0] > 0 else None
+        self.input_names = list(self._ins)
+        first = next(iter(self._ins.values()))["shape_signature"]
+        self.fixed_batch = int(first[0]) if len(first) and first[0] > 0 else None
 
     @property
     def note(self) -> str:
@@ -158,22 +186,28 @@ class TFLiteRunner(Runner):
                  if self.fixed_batch else "", "no XNNPACK" if "no XNNPACK" in self.runtime else ""]
         return "; ".join(n for n in notes if n)
 
-    def _invoke(self, x):
-        if self._in["dtype"] == np.int8:
-            scale, zero = self._in["quantization"]
-            x = np.clip(np.round(x / scale + zero), -128, 127).astype(np.int8)
-        out = self._runner(**{self._input: x.astype(self._in["dtype"], copy=False)})
+    def _invoke(self, x: dict):
+        feed = {}
+        for name, value in x.items():
+            detail = self._ins[name]
+            if detail["dtype"] == np.int8:
+                scale, zero = detail["quantization"]
+                value = np.clip(np.round(value / scale + zero), -128, 127)
+            elif value.dtype.kind == "U":  # string tensors take bytes
+                value = np.char.encode(value, "utf-8")
+            feed[name] = value.astype(detail["dtype"], copy=False) if value.dtype.kind not in "SU" else value
+        out = self._runner(**feed)
         for name, detail in self._outs.items():
             if detail["dtype"] == np.int8:
                 scale, zero = detail["quantization"]
                 out[name] = (out[name].astype(np.float32) - zero) * scale
         return out
 
-    def predict(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        return predict_in_chunks(self._invoke, x, self.fixed_batch or 256)
+    def predict(self, x) -> dict[str, np.ndarray]:
+        return predict_in_chunks(self._invoke, self.named(x), self.fixed_batch or 256)
 
 
-def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> TFLiteRunner:
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLiteRunner:
     """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it."""
     runner = TFLiteRunner(path, num_threads=threads)
     if example is None:

@@ -10,8 +10,10 @@
 // graphs with TensorList ops); a failed backend leaves the engine unusable.
 //
 // Usage: node run_tfjs.js REQUEST.json
-// REQUEST: {model_dir, input: {path, dtype, shape}, batch_size, latency_runs, warmup_runs, out_dir, backend,
-//           latency_batch (default 1), latency_budget_ms (optional), latency_min_runs (default 3)}
+// REQUEST: {model_dir, inputs: {name: {path, dtype, shape}}, batch_size, latency_runs, warmup_runs, out_dir,
+//           backend, latency_batch (default 1), latency_budget_ms (optional), latency_min_runs (default 3)}
+// Each input is named as in the model's signature (model.json) and fed by that name; dtype is float32
+// or int32 (raw little-endian .bin) or string (a JSON array of the flattened strings).
 // The timed calls run the first `latency_batch` rows of the input as one batch: `latency_runs`
 // calls, or fewer once `latency_budget_ms` of timed calls have passed (at least `latency_min_runs`).
 // Writes one float32 (little endian) .bin per output and <out_dir>/result.json:
@@ -43,10 +45,28 @@ function fileHandler(modelDir) {
 }
 
 function readInput(spec) {
+  if (spec.dtype === "string") {
+    return { data: JSON.parse(fs.readFileSync(spec.path, "utf8")), shape: spec.shape, dtype: "string" };
+  }
   const b = fs.readFileSync(spec.path);
   const ab = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
   const data = spec.dtype === "int32" ? new Int32Array(ab) : new Float32Array(ab);
   return { data, shape: spec.shape, dtype: spec.dtype === "int32" ? "int32" : "float32" };
+}
+
+// Rows [start, stop) of every input, as tensors keyed by input name.
+function slice(inputs, start, stop) {
+  const out = {};
+  for (const [name, input] of Object.entries(inputs)) {
+    const per = input.shape.slice(1).reduce((a, b) => a * b, 1);
+    const rows = input.data.slice(start * per, stop * per);
+    out[name] = tf.tensor(rows, [stop - start, ...input.shape.slice(1)], input.dtype);
+  }
+  return out;
+}
+
+function disposeAll(tensors) {
+  for (const t of Object.values(tensors)) t.dispose();
 }
 
 // Outputs as {name: tensor}: predictAsync returns a map keyed by the structured
@@ -81,22 +101,21 @@ async function run(req, backend) {
   if (!(await tf.setBackend(backend))) throw new Error(`backend ${backend} is unavailable`);
   await tf.ready();
   const model = await tf.loadGraphModel(fileHandler(req.model_dir));
-  const input = readInput(req.input);
-  const n = input.shape[0];
-  const per = input.shape.slice(1).reduce((a, b) => a * b, 1);
+  const inputs = Object.fromEntries(Object.entries(req.inputs).map(([name, spec]) => [name, readInput(spec)]));
+  const n = Object.values(inputs)[0].shape[0];
   const bs = req.batch_size || 256;
   const chunks = {};
   const shapes = {};
   for (let start = 0; start < n; start += bs) {
     const stop = Math.min(n, start + bs);
-    const x = tf.tensor(input.data.subarray(start * per, stop * per), [stop - start, ...input.shape.slice(1)], input.dtype);
+    const x = slice(inputs, start, stop);
     const out = namedOutputs(model, await infer(model, x));
     for (const [name, t] of Object.entries(out)) {
       (chunks[name] = chunks[name] || []).push(await t.data());
       shapes[name] = [n, ...t.shape.slice(1)];
       t.dispose();
     }
-    x.dispose();
+    disposeAll(x);
   }
   fs.mkdirSync(req.out_dir, { recursive: true });
   for (const [name, parts] of Object.entries(chunks)) {
@@ -116,7 +135,7 @@ async function run(req, backend) {
   const rows = Math.min(n, req.latency_batch || 1);
   const budget = req.latency_budget_ms || Infinity;
   const warmup = req.warmup_runs === undefined ? 5 : req.warmup_runs;
-  const xb = tf.tensor(input.data.subarray(0, rows * per), [rows, ...input.shape.slice(1)], input.dtype);
+  const xb = slice(inputs, 0, rows);
   let spent = 0;
   for (let i = 0; i < warmup + (req.latency_runs || 0); i++) {
     if (i >= warmup + (req.latency_min_runs || 3) && spent >= budget) break;
@@ -132,7 +151,7 @@ async function run(req, backend) {
       spent += ms;
     }
   }
-  xb.dispose();
+  disposeAll(xb);
   const result = { outputs: shapes, latency_ms: latency, backend: tf.getBackend(), tfjs_version: tf.version.tfjs };
   fs.writeFileSync(path.join(req.out_dir, "result.json"), JSON.stringify(result));
 }

@@ -20,6 +20,8 @@ from zoo.training.features.checkpointing import GradientCheckpointing
 from zoo.training.features.clipping import ClipByGlobalNorm
 from zoo.training.features.distillation import Distillation
 from zoo.training.features.ema import EMA
+from zoo.training.features.freezing import FreezeBackbone
+from zoo.training.features.layer_decay import LayerwiseLRDecay
 from zoo.training.features.mixed_precision import POLICIES, policy_scope
 from zoo.training.features.mixing import BatchMixing, CutMix, Mixup
 from zoo.training.features.sam import SAM
@@ -32,7 +34,7 @@ def from_config(config) -> list[TrainFeature]:
 
 
 __all__ = [
-    "POLICIES", "EMA", "SAM", "Batch", "BatchMixing", "ClipByGlobalNorm", "CutMix", "Distillation",
-    "GradientAccumulation", "GradientCheckpointing", "LossScaling", "Mixup", "TrainFeature", "from_config",
-    "policy_scope",
+    "POLICIES", "EMA", "SAM", "Batch", "BatchMixing", "ClipByGlobalNorm", "CutMix", "Distillation", "FreezeBackbone",
+    "GradientAccumulation", "GradientCheckpointing", "LayerwiseLRDecay", "LossScaling", "Mixup", "TrainFeature",
+    "from_config", "policy_scope",
 ]

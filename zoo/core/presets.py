@@ -173,9 +173,9 @@ def save_preset(
     model,
     name: str,
     *,
-    architecture: str,
-    input_shape,
-    num_classes: int,
+    architecture: str | None = None,
+    input_shape=None,
+    num_classes: int | None = None,
     overrides: dict | None = None,
     recipe: dict | None = None,
     data: dict | None = None,
@@ -188,7 +188,8 @@ def save_preset(
     """Writes `model`'s weights as preset `name` in the store, atomically; returns it, read back and checked.
 
     Args:
-        architecture, input_shape, num_classes, overrides: what `zoo.build` needs to rebuild the model.
+        architecture, input_shape, num_classes, overrides: what `zoo.build` needs to rebuild the model;
+            by default what `zoo.build` recorded on it (`model.zoo_config`).
         recipe: the training configuration (a `TrainConfig` as a dict).
         data: where the training data came from (dataset, splits, examples).
         metrics: what the weights reach, e.g. `{"test_accuracy": 0.991}`.
@@ -200,6 +201,14 @@ def save_preset(
     import zoo
 
     check_name(name)
+    built = getattr(model, "zoo_config", None) or {}
+    architecture = architecture or built.get("architecture")
+    input_shape = input_shape if input_shape is not None else built.get("input_shape")
+    num_classes = num_classes if num_classes is not None else built.get("num_classes")
+    overrides = overrides if overrides is not None else built.get("overrides", {})
+    if architecture is None or input_shape is None or num_classes is None:
+        raise PresetError("save_preset needs architecture, input_shape and num_classes for a model not built by "
+                          "zoo.build (e.g. one loaded from a .keras file).")
     store = Path(store) if store else preset_store()
     final = store / name
     if final.exists() and not overwrite:

@@ -1,0 +1,65 @@
+"""The compatibility matrix (issue 13) on two tiny models: cells, reasons, resuming, the written files."""
+
+import json
+
+import keras
+import numpy as np
+
+from zoo.benchmarks import compat
+
+CELLS = (("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"))
+
+
+def _normalizing_cnn():
+    image = keras.Input((8, 8, 3), name="image")
+    x = keras.layers.Normalization(mean=[120.0, 110.0, 100.0], variance=[900.0, 800.0, 700.0])(image)
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(8, 3, activation="relu")(x))
+    return keras.Model(image, keras.layers.Dense(3, activation="softmax", name="predictions")(x), name="tiny_cnn")
+
+
+def _text_model():
+    vectorize = keras.layers.TextVectorization(max_tokens=10, output_sequence_length=4, name="vectorize")
+    vectorize.adapt(np.array(["a b c", "b c d"]))
+    text = keras.Input((1,), dtype="string", name="text")
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(10, 2)(vectorize(text)))
+    return keras.Model(text, keras.layers.Dense(2, name="logits")(x), name="tiny_text")
+
+
+POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3", classifier=True),
+        compat.Candidate("tiny_text", "text", "test", _text_model, "1 string")]
+
+
+def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeypatch):
+    data = compat.run(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
+    cnn, text = data["models"]["tiny_cnn"]["cells"], data["models"]["tiny_text"]["cells"]
+    assert all(cell["status"] == "passed" for cell in cnn.values()), cnn
+    assert cnn["onnx[float32]"]["max_abs_diff"] <= 1e-4 and cnn["onnx[float32]"]["size_bytes"] > 0
+    # Trained on the tinted-image task before export, so int8 agreement is about real decisions.
+    assert data["models"]["tiny_cnn"]["held_out_accuracy"] >= 0.9 and cnn["tflite[int8]"]["accuracy"] >= 0.9
+    assert cnn["tflite[int8]"]["argmax_agreement"] >= 0.99
+    assert "tflite[int8]" not in text  # no class decision: float32 cells only
+    assert text["saved_model[float32]"]["status"] == "passed", text["saved_model[float32]"]
+    assert text["onnx[float32]"]["status"] == "export_failed"
+    assert "'vectorize' (TextVectorization)" in text["onnx[float32]"]["error"]
+
+    written = json.loads((tmp_path / "compat.json").read_text())
+    assert written["models"].keys() == {"tiny_cnn", "tiny_text"}
+    markdown = (tmp_path / "compat.md").read_text()
+    assert "| tiny_cnn | CNN |" in markdown and "**tiny_text onnx[float32]**" in markdown
+    assert (tmp_path / "compat.png").stat().st_size > 0
+
+    # Resumed: every cell is done, so nothing is exported again.
+    monkeypatch.setattr(compat, "run_model", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-ran")))
+    again = compat.run(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
+    assert again["models"] == written["models"]
+
+
+def test_every_keras_applications_family_is_in_the_default_matrix():
+    import keras as k
+
+    families = {c.family for c in compat.APPLICATIONS}
+    expected = {"ResNet", "ResNetV2", "VGG", "DenseNet", "InceptionV3", "InceptionResNetV2", "Xception", "MobileNet",
+                "MobileNetV2", "MobileNetV3", "EfficientNet", "EfficientNetV2", "ConvNeXt", "NASNet"}
+    assert expected <= families
+    for c in [*compat.APPLICATIONS, *compat.MORE_APPLICATIONS]:
+        assert hasattr(k.applications, c.name), c.name

@@ -1,0 +1,405 @@
+"""The compatibility matrix: the models users bring (every keras.applications family, keras-hub
+backbones built from a config) x format x precision, each cell verified in its runtime.
+
+Each model is built without pretrained weights (no download here; what a converter sees is the
+graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`:
+SavedModel, TFLite float32 and full int8, TF.js and ONNX. A cell records the status, the max abs
+diff to Keras (float32 cells) or the argmax agreement (int8), the artifact size and, when it
+fails, the reason.
+
+int8 needs decisions worth agreeing on. An untrained network gives near-ties that any rounding
+flips, or one class for everything: neither says anything about the conversion (measured on
+ResNet50 with its untrained 1000-class head: 93.75% agreement, softmax moving by 0.2; a head fit
+by ridge regression on the frozen random backbone: 31% in int8, at chance: the untrained layers
+leave the deciding signal far below the range int8 has to cover). So a keras.applications
+model is built with a 3-class head and trained briefly (`train_decisive`: Adam, BatchNorm momentum
+0.5, until 99% accuracy on held-out images or 10 epochs of 256) on a task with a clear answer:
+which colour channel of an image is brighter by 100 (`tinted_images`). VGG does not learn it at
+lr 1e-3 in that budget and gets a second build at 1e-4. Evaluation (100 images) and int8
+calibration use fresh images of that task; the row records Keras's accuracy on them. A keras-hub
+backbone has no head: its cells are float32 only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from zoo.fileio import atomic_write_text, ensure_dir
+
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "results" / "compat"
+CELLS = (("saved_model", "float32"), ("tflite", "float32"), ("tflite", "int8"), ("tfjs", "float32"),
+         ("onnx", "float32"))
+EVAL_SAMPLES = 100
+CALIBRATION_SAMPLES = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One model of the matrix: how to build it and what it is."""
+
+    name: str
+    family: str
+    source: str  # "keras.applications" or "keras-hub"
+    build: Callable[[], object]
+    input_note: str = ""
+    classifier: bool = False  # a 3-class head to fit (int8 is measured on its decisions)
+
+
+def _app(family: str, name: str, size: int, **kwargs) -> Candidate:
+    def build():
+        import keras
+
+        return getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classes=CLASSES,
+                                                 **kwargs)
+
+    return Candidate(name, family, "keras.applications", build, f"{size}x{size}x3", classifier=True)
+
+
+CLASSES = 3
+
+
+def tinted_images(n: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(images in [0, 255], labels): random pixels with one channel (the label) brighter by 100."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, CLASSES, n)
+    tint = 100 * np.eye(3, dtype=np.float32)[labels][:, None, None, :]
+    return rng.random((n, size, size, 3), dtype=np.float32) * 155 + tint, labels
+
+
+def train_decisive(candidate: Candidate, size: int, target: float = 0.99, epochs: int = 10):
+    """(model, facts): the candidate built and trained on `tinted_images` until `target` accuracy on
+    held-out images, at lr 1e-3, else rebuilt and trained at 1e-4; facts say how it went."""
+    import keras
+
+    x, y = tinted_images(256, size, 2)
+    held_x, held_y = tinted_images(100, size, 3)
+    facts = {}
+    for lr in (1e-3, 1e-4):
+        keras.utils.set_random_seed(0)
+        model = candidate.build()
+        norms = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.BatchNormalization)]
+        for layer in norms:  # moving statistics that catch up within a few dozen steps
+            layer.momentum = 0.5
+        model.compile(keras.optimizers.Adam(lr), "sparse_categorical_crossentropy")
+        accuracy = 0.0
+        for epoch in range(1, epochs + 1):
+            model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+            accuracy = float(np.mean(np.argmax(model.predict(held_x, verbose=0), -1) == held_y))
+            if accuracy >= target:
+                break
+        for layer in norms:
+            layer.momentum = 0.99
+        facts = {"train_lr": lr, "train_epochs": epoch, "held_out_accuracy": accuracy}
+        if accuracy >= 0.9:
+            break
+    return model, facts
+
+
+# Every keras.applications family, smallest member first; `--all` in the script adds the rest.
+# Sizes: the smallest each architecture accepts (InceptionV3/ResNetV2-Inception 75, Xception 71).
+APPLICATIONS = (
+    _app("ResNet", "ResNet50", 32), _app("ResNetV2", "ResNet50V2", 32),
+    _app("VGG", "VGG16", 32), _app("VGG", "VGG19", 32),
+    _app("DenseNet", "DenseNet121", 32), _app("InceptionV3", "InceptionV3", 75),
+    _app("InceptionResNetV2", "InceptionResNetV2", 75), _app("Xception", "Xception", 71),
+    _app("MobileNet", "MobileNet", 32), _app("MobileNetV2", "MobileNetV2", 32),
+    _app("MobileNetV3", "MobileNetV3Small", 32), _app("MobileNetV3", "MobileNetV3Large", 32),
+    _app("EfficientNet", "EfficientNetB0", 32), _app("EfficientNetV2", "EfficientNetV2B0", 32),
+    _app("ConvNeXt", "ConvNeXtTiny", 32), _app("NASNet", "NASNetMobile", 32),
+)
+MORE_APPLICATIONS = (
+    _app("ResNet", "ResNet101", 32), _app("ResNet", "ResNet152", 32), _app("ResNetV2", "ResNet101V2", 32),
+    _app("ResNetV2", "ResNet152V2", 32), _app("DenseNet", "DenseNet169", 32), _app("DenseNet", "DenseNet201", 32),
+    *(_app("EfficientNet", f"EfficientNetB{i}", 32) for i in range(1, 8)),
+    *(_app("EfficientNetV2", f"EfficientNetV2{v}", 32) for v in ("B1", "B2", "B3", "S", "M", "L")),
+    *(_app("ConvNeXt", f"ConvNeXt{v}", 32) for v in ("Small", "Base", "Large", "XLarge")),
+    _app("NASNet", "NASNetLarge", 32),
+)
+
+
+def _hub(name: str, family: str, note: str, make) -> Candidate:
+    return Candidate(name, family, "keras-hub", make, note)
+
+
+def _hub_resnet():
+    import keras_hub
+
+    return keras_hub.models.ResNetBackbone(
+        input_conv_filters=[32], input_conv_kernel_sizes=[7], stackwise_num_filters=[32, 64],
+        stackwise_num_blocks=[2, 2], stackwise_num_strides=[1, 2], block_type="basic_block",
+        image_shape=(32, 32, 3), name="resnet_backbone")
+
+
+def _hub_vit():
+    import keras_hub
+
+    return keras_hub.models.ViTBackbone(image_shape=(32, 32, 3), patch_size=8, num_layers=2, num_heads=2,
+                                        hidden_dim=32, mlp_dim=64, name="vit_backbone")
+
+
+def _hub_bert():
+    import keras_hub
+
+    return keras_hub.models.BertBackbone(vocabulary_size=1000, num_layers=2, num_heads=2, hidden_dim=32,
+                                         intermediate_dim=64, max_sequence_length=32, name="bert_backbone")
+
+
+def _hub_gpt2():
+    import keras_hub
+
+    return keras_hub.models.GPT2Backbone(vocabulary_size=1000, num_layers=2, num_heads=2, hidden_dim=32,
+                                         intermediate_dim=64, max_sequence_length=32, name="gpt2_backbone")
+
+
+KERAS_HUB = (
+    _hub("keras_hub.ResNetBackbone", "ResNet (keras-hub)", "2 stages, 32x32x3", _hub_resnet),
+    _hub("keras_hub.ViTBackbone", "ViT (keras-hub)", "2 layers, patch 8, 32x32x3", _hub_vit),
+    _hub("keras_hub.BertBackbone", "BERT (keras-hub)", "2 layers, token_ids/segment_ids/padding_mask", _hub_bert),
+    _hub("keras_hub.GPT2Backbone", "GPT-2 (keras-hub)", "2 layers, token_ids/padding_mask", _hub_gpt2),
+)
+
+
+def candidates(include_more: bool = False, include_hub: bool = True) -> list[Candidate]:
+    """The default matrix; keras-hub's backbones where it is installed (`pip install -e .[hub]`)."""
+    import importlib.util
+
+    hub = include_hub and importlib.util.find_spec("keras_hub") is not None
+    return [*APPLICATIONS, *(MORE_APPLICATIONS if include_more else ()), *(KERAS_HUB if hub else ())]
+
+
+def applicable(candidate: Candidate, cells) -> list:
+    """The cells a candidate has: int8 only where there is a class decision to agree on."""
+    return [c for c in cells if candidate.classifier or c[1] != "int8"]
+
+
+def _cell_key(fmt: str, precision: str) -> str:
+    return f"{fmt}[{precision}]"
+
+
+def _inputs(model, n: int, seed: int):
+    """Random inputs: images in [0, 255]; token ids in [0, 100), segment ids in {0, 1}, masks all ones;
+    strings from the vocabulary of the lookup layer that reads them."""
+    from zoo.deploy import inputs, model_io
+    from zoo.deploy.trace import signature_of
+
+    signature = signature_of(model)
+    out = inputs.random_inputs(signature, model_io.input_vocabularies(model, signature), n=n, seed=seed)
+    rng = np.random.default_rng(seed)
+    for info in signature.inputs:
+        value = out[info.name]
+        if info.dtype.startswith("int") and not model_io.input_vocabularies(model, signature).get(info.name):
+            high = 2 if "segment" in info.name else 100
+            value = np.ones(value.shape) if "mask" in info.name else rng.integers(0, high, value.shape)
+            out[info.name] = value.astype(info.dtype)
+        elif info.dtype.startswith("float"):
+            out[info.name] = (value * 255).astype(info.dtype)
+    return out
+
+
+def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) -> dict:
+    """Exports one model to the given cells; returns its row: facts and one dict per cell."""
+    import keras
+
+    from zoo.deploy.exporter import export
+
+    keras.utils.set_random_seed(0)
+    t0 = time.perf_counter()
+    row = {"family": candidate.family, "source": candidate.source, "input": candidate.input_note, "cells": {}}
+    try:
+        model = candidate.build()
+        row["params"] = int(model.count_params())
+        cells = applicable(candidate, cells)
+        formats = sorted({f for f, _ in cells}, key=[c[0] for c in CELLS].index)
+        quantization = [p for f, p in cells if f == "tflite"]
+        options = {"quantization": quantization} if quantization else {}
+        if candidate.classifier:
+            size = model.inputs[0].shape[1]
+            model, facts = train_decisive(candidate, size)
+            row.update(facts)
+            test_data = tinted_images(EVAL_SAMPLES, size, 0)
+            description = (f"tinted random images (which channel is brighter), after {facts['train_epochs']} "
+                           f"epoch(s) of training at lr {facts['train_lr']:g}")
+            if "int8" in quantization:
+                options["representative_data"] = tinted_images(CALIBRATION_SAMPLES, size, 1)[0]
+        else:
+            test_data = _inputs(model, EVAL_SAMPLES, 0)
+            description = "random inputs"
+        report = export(model, out_dir / candidate.name, formats, test_data=test_data, latency_runs=0,
+                        data_description=description, process=process, **options)
+    except Exception as e:  # the model itself could not be built or traced: every cell says why
+        reason = f"{type(e).__name__}: {e}"[:600]
+        row["cells"] = {_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells}
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        return row
+    for r in report.results:
+        v = r.verification
+        cell = {"status": r.status, "size_bytes": r.size_bytes, "route": r.route, "notes": r.notes or None,
+                "error": r.error, "export_s": round(r.export_s, 1)}
+        if v is not None:
+            cell.update(max_abs_diff=v.max_abs_diff, argmax_agreement=v.argmax_agreement, accuracy=v.accuracy)
+        if r.attempts:
+            cell["attempts"] = [dataclasses.asdict(a) for a in r.attempts]
+        row["cells"][_cell_key(r.format, r.variant if r.format == "tflite" else "float32")] = {
+            k: v for k, v in cell.items() if v is not None}
+    row["traced_from"] = report.model.get("traced_from")
+    row["keras_accuracy"] = report.keras.accuracy
+    row["data"] = report.data.get("eval")
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return json.loads(json.dumps(row).replace(str(out_dir), "<out>"))
+
+
+def load(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {"models": {}}
+
+
+def by_name(names) -> list[Candidate]:
+    """The candidates named (any of the default, `--all` and keras-hub lists), unknown names suggested."""
+    from zoo.errors import UnknownNameError
+
+    known = {c.name: c for c in [*APPLICATIONS, *MORE_APPLICATIONS, *KERAS_HUB]}
+    for n in names:
+        if n not in known:
+            raise UnknownNameError("compatibility-matrix model", n, known)
+    return [known[n] for n in names]
+
+
+def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=CELLS, resume: bool = True,
+        progress=print) -> dict:
+    """Runs the matrix over `pool` (default: `candidates()`), one model at a time, saving after each.
+
+    With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
+    is a result too; run without `resume` to redo them).
+    """
+    import shutil
+    import tempfile
+
+    from zoo.deploy.isolation import ConversionProcess
+    from zoo.deploy.report import package_versions
+
+    results_dir = ensure_dir(results_dir)
+    data = load(results_dir / "compat.json") if resume else {"models": {}}
+    data.setdefault("models", {})
+    work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
+    process = ConversionProcess(log_path=work / "conversion.log")
+    try:
+        for candidate in pool if pool is not None else candidates():
+            done = data["models"].get(candidate.name, {}).get("cells", {}) if resume else {}
+            todo = [c for c in applicable(candidate, cells) if _cell_key(*c) not in done]
+            if not todo:
+                continue
+            if progress:
+                progress(f"{candidate.name}: {', '.join(_cell_key(*c) for c in todo)} ...")
+            row = run_model(candidate, work, todo, process)
+            shutil.rmtree(work / candidate.name, ignore_errors=True)
+            row["cells"] = {**done, **row["cells"]}
+            data["models"][candidate.name] = row
+            data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                        versions=package_versions(), cells=[_cell_key(*c) for c in CELLS])
+            save(data, results_dir)
+            if progress:
+                progress(f"{candidate.name} ({row['seconds']} s): "
+                         + ", ".join(f"{k} {v['status']}" for k, v in row["cells"].items()))
+    finally:
+        process.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return data
+
+
+def save(data: dict, results_dir: Path = RESULTS_DIR) -> None:
+    """compat.json, compat.md and (matplotlib permitting) compat.png, each written atomically."""
+    results_dir = ensure_dir(results_dir)
+    atomic_write_text(results_dir / "compat.json", json.dumps(data, indent=1, sort_keys=False) + "\n")
+    atomic_write_text(results_dir / "compat.md", markdown(data))
+    try:
+        plot(data, results_dir / "compat.png")
+    except ImportError:
+        pass
+
+
+_MARK = {"passed": "✅", "failed_verification": "⚠️", "export_failed": "❌", "exported": "☑️"}
+
+
+def _cell_text(cell: dict | None) -> str:
+    if not cell:
+        return "·"
+    mark = _MARK.get(cell["status"], cell["status"])
+    if cell.get("argmax_agreement") is not None and "int8" in cell.get("_key", ""):
+        figure = f"{cell['argmax_agreement']:.0%}"
+    elif cell.get("max_abs_diff") is not None:
+        figure = f"{cell['max_abs_diff']:.0e}"
+    else:
+        figure = ""
+    size = f" {cell['size_bytes'] / 2**20:.1f} MB" if cell.get("size_bytes") else ""
+    return f"{mark} {figure}{size}".strip()
+
+
+def markdown(data: dict) -> str:
+    cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
+    lines = ["# Compatibility matrix: the models users bring", "",
+             "Every keras.applications family (and keras-hub backbones built from a config), without pretrained "
+             "weights at a small input size, exported with `zoo.deploy.export` and run in each format's runtime "
+             "against Keras. float32 cells: max abs diff (criterion <= 1e-4); int8 cells: argmax agreement "
+             "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
+             "a few epochs of training on tinted random images (which channel is brighter), so that its decisions "
+             "are worth agreeing on (`zoo/benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
+             "keras-hub backbones have no head: float32 cells only (n/a). ✅ passed, ⚠️ exported but failed "
+             "verification, ❌ export failed (reasons below). Regenerate: `nice python scripts/compat_matrix.py` "
+             "(resumable; `--all` adds every size variant; `--fresh` redoes done cells).", "",
+             "| model | family | source | input | params | acc | " + " | ".join(cells) + " |",
+             "|---|---|---|---|---:|---:|" + "---|" * len(cells)]
+    reasons = []
+    for name, row in data["models"].items():
+        texts = []
+        for key in cells:
+            cell = row["cells"].get(key)
+            if cell is None and "int8" in key and row.get("source") == "keras-hub":
+                texts.append("n/a")
+                continue
+            texts.append(_cell_text({**cell, "_key": key} if cell else None))
+            if cell and cell["status"] not in ("passed", "exported"):
+                reasons.append(f"- **{name} {key}**: {cell.get('error', '')}")
+        params = f"{row['params'] / 1e6:.1f}M" if row.get("params") else ""
+        acc = f"{row['keras_accuracy']:.0%}" if row.get("keras_accuracy") is not None else ""
+        lines.append(f"| {name} | {row['family']} | {row['source']} | {row.get('input', '')} | {params} | {acc} | "
+                     + " | ".join(texts) + " |")
+    if reasons:
+        lines += ["", "## Why cells fail", "", *reasons]
+    versions = data.get("versions") or {}
+    lines += ["", f"Run {data.get('created', '?')} with " + ", ".join(f"{k} {v}" for k, v in versions.items() if v)
+              + ". Data: `compat.json`; plot: `compat.png`."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(data: dict, path: Path) -> Path:
+    """A status heat map: one row per model, one column per cell."""
+    import matplotlib
+
+    from zoo.benchmarks.common import pyplot, save_figure
+
+    plt = pyplot()
+    cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
+    names = list(data["models"])
+    codes = {"passed": 0, "exported": 0, "failed_verification": 1, "export_failed": 2}
+    grid = np.full((len(names), len(cells)), np.nan)
+    for i, name in enumerate(names):
+        for j, key in enumerate(cells):
+            cell = data["models"][name]["cells"].get(key)
+            if cell:
+                grid[i, j] = codes.get(cell["status"], 2)
+    fig, ax = plt.subplots(figsize=(1.3 * len(cells) + 3, 0.28 * len(names) + 1.2))
+    cmap = matplotlib.colors.ListedColormap(["#4caf50", "#ffb300", "#e53935"])
+    ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=2, aspect="auto")
+    ax.set_xticks(range(len(cells)), cells, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_title("zoo export: green passed, amber failed verification, red export failed", fontsize=9)
+    return save_figure(fig, path, dpi=110)

@@ -1,0 +1,74 @@
+"""What a format cannot hold: the op, the Keras layer it came from, and what the user can do.
+
+Converters report ops by graph node name (`StatefulPartitionedCall/model_1/
+stage_2_gelu_1/Gelu/Erfc`); the user knows layers. Keras scopes each op under
+the name of the layer that made it (plus a `_<n>` call suffix), so the
+innermost scope that names a layer of the model is that layer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from zoo.errors import ZooError
+
+# Ops by what they are; the advice differs.
+STRING_OPS = frozenset({
+    "StringLower", "StringUpper", "StaticRegexReplace", "RegexReplace", "StringSplit", "StringSplitV2",
+    "StringToHashBucketFast", "StringToHashBucketStrong", "StringJoin", "StringStrip", "Substr",
+    "UnicodeDecode", "UnicodeEncode", "UnicodeDecodeWithOffsets", "StringNGrams", "StringFormat",
+    "AsString", "StringToNumber", "ReduceJoin",
+})
+TABLE_OPS = frozenset({
+    "HashTableV2", "MutableHashTableV2", "MutableDenseHashTableV2", "LookupTableFindV2", "LookupTableImportV2",
+    "LookupTableSizeV2", "LookupTableExportV2", "InitializeTableV2", "InitializeTableFromTextFileV2",
+})
+RAGGED_PREFIXES = ("Ragged",)
+PREPROCESSING_LAYERS = frozenset({"StringLookup", "IntegerLookup", "TextVectorization", "Hashing", "CategoryEncoding",
+                                  "Discretization", "HashedCrossing"})
+
+
+class UnsupportedOpsError(ZooError, RuntimeError):
+    """A converted graph holds ops its format cannot run; the message names them, their layers and a way out."""
+
+    def __init__(self, message: str, ops: dict):
+        super().__init__(message)
+        self.ops = ops  # op -> [layer names]
+
+
+def layer_of(node_name: str, layers: dict[str, str]) -> str | None:
+    """The Keras layer (a key of `layers`: name -> class name) whose scope holds the node, innermost first."""
+    parts = [p for p in node_name.split(":")[0].split("/") if p]
+    for part in reversed(parts):
+        for candidate in (part, re.sub(r"_\d+$", "", part)):
+            if candidate in layers:
+                return candidate
+    return None
+
+
+def unsupported_ops_error(fmt: str, nodes: dict[str, list[str]], layers: dict[str, str]) -> UnsupportedOpsError:
+    """The error for `nodes` (op -> node names) that `fmt` cannot run, naming each op's layers and a remedy."""
+    by_op = {}
+    parts = []
+    for op, names in sorted(nodes.items()):
+        found = sorted({layer for layer in (layer_of(n, layers) for n in names) if layer})
+        by_op[op] = found
+        where = (", ".join(f"'{n}' ({layers[n]})" for n in found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4
+                 else "")) if found else "no Keras layer scope (a model-level op)"
+        parts.append(f"{op} x{len(names)} in {where}")
+    message = f"{fmt} cannot run {len(nodes)} op type(s): " + "; ".join(parts) + ". " + advice(fmt, by_op, layers)
+    return UnsupportedOpsError(message, by_op)
+
+
+def advice(fmt: str, by_op: dict[str, list[str]], layers: dict[str, str]) -> str:
+    """What the user can do about these ops in this format."""
+    ops = set(by_op)
+    classes = {layers[n] for names in by_op.values() for n in names}
+    text_like = (ops & (STRING_OPS | TABLE_OPS)) or any(op.startswith(RAGGED_PREFIXES) for op in ops) or (
+        classes & PREPROCESSING_LAYERS)
+    if text_like:
+        return (f"These are string/lookup preprocessing ops, which {fmt} does not hold: run that preprocessing "
+                "outside the model (export the model from the integer ids or numbers the preprocessing outputs, "
+                "and ship the vocabulary to the client), or serve the SavedModel, which holds every TensorFlow op.")
+    return (f"Serve the SavedModel (it holds every TensorFlow op), or replace the named layer(s) with layers "
+            f"built from ops {fmt} supports.")

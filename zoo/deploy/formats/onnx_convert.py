@@ -1,0 +1,111 @@
+"""SavedModel -> ONNX with tf2onnx, around three of its gaps, each met on a keras.applications model.
+
+1. Captured constants declared as graph inputs (every EfficientNet, ConvNeXt,
+   any model with a `Normalization` layer). `tf2onnx.convert.from_function`
+   (and `from_keras`, and so Keras's own `model.export(format="onnx")`) names
+   the graph inputs `[t for t in concrete_func.inputs if t.dtype != resource]`
+   (tf2onnx 1.17 `convert.py`). A concrete function's `inputs` include its
+   captures, and `Normalization` holds its mean and variance as plain tensors
+   (`finalize_state` turns the adapted variables into `ops.convert_to_tensor`
+   values; given `mean=`/`variance=` are tensors from the start), captured by
+   value. TensorFlow's freezing turns those captures into constants, yet
+   tf2onnx still lists them as inputs, so onnxruntime refuses to run the model
+   ("Required inputs ['.../normalization/Sub/y:0', '.../Sqrt/x:0'] are
+   missing"). tf2onnx's SavedModel loader (`tf_loader._from_saved_model_v2`)
+   drops captured inputs; this module converts from the SavedModel the export
+   writes anyway, through that loader.
+2. `Erfc`: exact GELU (`gelu(approximate=False)`, ConvNeXt, ViTs) lowers to
+   `0.5 * x * erfc(-x / sqrt(2))` (`tf.nn.gelu`). ONNX has `Erf` but no `Erfc`
+   and tf2onnx maps none. In the frozen GraphDef, each `Erfc(z)` becomes
+   `1 - Erf(z)` under the same node name (`rewrite_erfc`). For very negative
+   inputs `1 - erf` loses the tail that `erfc` keeps: |error| < 1e-7 * |x|.
+3. Ops tf2onnx cannot map stay in the graph under their TensorFlow name, and
+   onnxruntime fails to load the model with an "INVALID_GRAPH ... In Node"
+   error about an op nobody wrote. Here they are an `UnsupportedOpsError` that
+   names the op, the Keras layer and what to do (`zoo.deploy.diagnose`).
+"""
+
+from __future__ import annotations
+
+from zoo.deploy.diagnose import unsupported_ops_error
+
+
+def rewrite_erfc(graph_def) -> int:
+    """Rewrites every `Erfc(z)` node of the main graph of `graph_def` in place as `1 - Erf(z)`.
+
+    The `Sub` keeps the `Erfc` node's name, so its consumers are untouched. Returns how many were
+    rewritten. (An `Erfc` inside a control-flow body is left, and reported as unsupported.)
+    """
+    from tensorflow.core.framework import attr_value_pb2, node_def_pb2
+    import tensorflow as tf
+
+    def rewrite(nodes) -> list:
+        out, count = [], 0
+        for node in nodes:
+            if node.op != "Erfc":
+                out.append(node)
+                continue
+            dtype = node.attr["T"].type
+            erf = node_def_pb2.NodeDef(name=f"{node.name}/zoo_erf", op="Erf", input=[node.input[0]], device=node.device)
+            erf.attr["T"].CopyFrom(attr_value_pb2.AttrValue(type=dtype))
+            one = node_def_pb2.NodeDef(name=f"{node.name}/zoo_one", op="Const", device=node.device)
+            one.attr["dtype"].CopyFrom(attr_value_pb2.AttrValue(type=dtype))
+            one.attr["value"].CopyFrom(attr_value_pb2.AttrValue(
+                tensor=tf.make_tensor_proto(1.0, dtype=tf.dtypes.as_dtype(dtype))))
+            sub = node_def_pb2.NodeDef(name=node.name, op="Sub", input=[one.name, erf.name], device=node.device)
+            sub.attr["T"].CopyFrom(attr_value_pb2.AttrValue(type=dtype))
+            out += [erf, one, sub]
+            count += 1
+        return out, count
+
+    nodes, total = rewrite(graph_def.node)
+    if total:
+        del graph_def.node[:]
+        graph_def.node.extend(nodes)
+    return total
+
+
+def convert_saved_model(saved_model_dir: str, opset: int, layers: dict[str, str] | None = None,
+                        signature_key: str = "serving_default"):
+    """The ONNX `ModelProto` of a SavedModel signature; inputs and outputs keep the signature's names.
+
+    Raises `UnsupportedOpsError` when ops are left that ONNX cannot run (naming their layers from `layers`).
+    """
+    import tensorflow as tf
+    from tf2onnx import optimizer, tf_loader
+    from tf2onnx.tfonnx import process_tf_graph
+
+    graph_def, inputs, outputs, tables, renames = tf_loader.from_saved_model(
+        saved_model_dir, None, None, tag=["serve"], signatures=[signature_key],
+        return_initialized_tables=True, return_tensors_to_rename=True)
+    rewritten = rewrite_erfc(graph_def)
+    with tf.device("/cpu:0"), tf.Graph().as_default() as tf_graph:
+        tf.import_graph_def(graph_def, name="")
+        graph = process_tf_graph(tf_graph, opset=opset, input_names=inputs, output_names=outputs,
+                                 initialized_tables=tables, tensors_to_rename=renames, continue_on_error=False)
+        graph = optimizer.optimize_graph(graph)
+        proto = graph.make_model("zoo export")
+    unknown = unconverted_nodes(proto)
+    if unknown:
+        raise unsupported_ops_error(f"ONNX (tf2onnx, opset {opset})", unknown, layers or {})
+    return proto, rewritten
+
+
+def unconverted_nodes(proto) -> dict[str, list[str]]:
+    """op -> node names of the nodes (subgraphs too) that are no op of their ONNX domain: TF ops left behind."""
+    import onnx
+
+    found: dict[str, list[str]] = {}
+
+    def walk(graph):
+        for node in graph.node:
+            if node.domain in ("", "ai.onnx", "ai.onnx.ml") and not onnx.defs.has(node.op_type, node.domain):
+                found.setdefault(node.op_type, []).append(node.name)
+            for attr in node.attribute:
+                if attr.g.node:
+                    walk(attr.g)
+                for g in attr.graphs:
+                    walk(g)
+
+    walk(proto.graph)
+    return found

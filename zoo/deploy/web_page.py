@@ -1,0 +1,103 @@
+"""The TF.js artifact's web page: ``index.html`` and ``tf.min.js`` beside ``model.json``, served on loopback.
+
+    zoo export model.keras --formats tfjs          # exports/<model>/tfjs_float32/{model.json, index.html, tf.min.js}
+    zoo predict --serve-page exports/<model>/tfjs_float32    # http://127.0.0.1:PORT/ until Ctrl-C
+
+The page (``zoo/deploy/js/page/index.html``, no build step) loads the graph model with plain
+@tensorflow/tfjs (``tf.loadGraphModel``; ``executeAsync`` for graphs with control flow, such as
+RNN while loops), reads what the model takes and its class names from ``model.json``'s
+``userDefinedMetadata.zoo_metadata``, and runs it on a dropped image, a pasted CSV row or series,
+or typed text. ``tf.min.js`` is copied from the project's npm install (``zoo/deploy/js``), so the
+page works offline.
+
+The server binds 127.0.0.1 only and serves the folder read-only; it also accepts a POST of the
+page's self-test results to ``/results`` (``index.html?test=cases.json``), which the browser test
+(tests/deploy/test_web_page.py) reads.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+PAGE = Path(__file__).resolve().parent / "js" / "page" / "index.html"
+TFJS_BUNDLE = Path(__file__).resolve().parent / "js" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"
+PAGE_FILES = ("index.html", "tf.min.js")  # not part of the model: left out of the artifact's size
+MAX_RESULTS_BYTES = 64 * 1024 * 1024
+
+
+def write(folder) -> list[str]:
+    """Writes the page beside the graph model in `folder`; returns notes (e.g. why tfjs is missing)."""
+    folder = Path(folder)
+    shutil.copyfile(PAGE, folder / "index.html")
+    if not TFJS_BUNDLE.is_file():
+        return [f"index.html written without tf.min.js: @tensorflow/tfjs is not installed ({TFJS_BUNDLE.parent.parent} "
+                "missing; run `npm install` in zoo/deploy/js)"]
+    shutil.copyfile(TFJS_BUNDLE, folder / "tf.min.js")
+    return ["index.html + tf.min.js: `zoo predict --serve-page` serves the page"]
+
+
+class PageServer(http.server.ThreadingHTTPServer):
+    """Serves one folder on 127.0.0.1; ``results`` collects what the page POSTs to /results."""
+
+    daemon_threads = True
+
+    def __init__(self, folder, port: int = 0):
+        self.folder = str(Path(folder).resolve())
+        self.results: list = []
+        self.received = threading.Event()
+        super().__init__(("127.0.0.1", port), _handler(self.folder))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+    def start(self) -> "PageServer":
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+
+def _handler(folder: str):
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=folder, **kwargs)
+
+        def do_POST(self):  # noqa: N802  (http.server's naming)
+            length = int(self.headers.get("Content-Length") or 0)
+            if self.path != "/results" or not 0 < length <= MAX_RESULTS_BYTES:
+                self.send_error(404 if self.path != "/results" else 413)
+                return
+            try:
+                self.server.results.append(json.loads(self.rfile.read(length)))
+            except ValueError:
+                self.send_error(400, "not JSON")
+                return
+            self.server.received.set()
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format, *args):  # noqa: A002  quiet: the command prints the URL once
+            pass
+
+    return Handler
+
+
+def serve(folder, port: int = 0) -> None:
+    """Serves the page of the TF.js model in `folder` until interrupted (writes the page if missing)."""
+    folder = Path(folder)
+    if not (folder / "model.json").is_file():
+        raise ValueError(f"{folder} is not a TF.js model folder (no model.json): --serve-page takes a tfjs_* folder.")
+    if not (folder / "index.html").is_file() or not (folder / "tf.min.js").is_file():
+        for note in write(folder):
+            print(note)
+    server = PageServer(folder, port)
+    print(f"serving {folder} at {server.url} (loopback only); Ctrl-C stops", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
