@@ -19,8 +19,8 @@ parameters say where and why the curve bends:
   `zoo.benchmarks.serving_load`'s closed loop: throughput rises with clients
   until the server's cores are busy, then stays flat; from there Little's law,
   latency = clients / throughput, makes latency grow linearly with clients.
-  The bend is the client count where throughput stops growing (the first
-  whose gain over the previous is under 10%).
+  The bend is the client count where throughput stops growing (the last
+  one before a gain of under 10%).
 
 Every point is measured in one run, on the machine (and load) recorded.
 """
@@ -167,7 +167,8 @@ def serving_curve(requests_per_client: int = 40, clients=CLIENTS) -> dict:
                      key=lambda r: r["clients"])
         if not pts:
             continue
-        bend = next((b["clients"] for a, b in itertools.pairwise(pts)
+        # The last client count that still raised throughput by 10%: the knee.
+        bend = next((a["clients"] for a, b in itertools.pairwise(pts)
                      if b["throughput_rps"] < 1.1 * a["throughput_rps"]), None)
         curves[f"batching {batching}"] = {
             "points": [{"clients": p["clients"], "throughput_rps": p["throughput_rps"], "p99_ms": p["p99_ms"]}
@@ -186,7 +187,7 @@ def markdown(result: dict) -> str:
     out = [f"# Cost curves\n\n{m['cpus']} CPUs ({m.get('cpu_model')}; {', '.join(m.get('cpu_flags') or [])}), "
            f"TensorFlow {m['tensorflow']}."
            + (f" Load average (1 min) {' -> '.join(str(lo['load_1m']) for lo in loads)}." if loads else "")
-           + "\n\n" + __doc__.split("\n\n", 2)[1] + "\n"]
+           + "\n\n" + __doc__.split("\n", 1)[1].split("\nEvery point")[0].strip() + "\n"]
     for curve in result.get("training", []):
         out.append(f"\n## Training samples/s against batch size: {curve['model']}\n\n")
         out.append(markdown_table(curve["points"], [("batch_size", "batch"), ("samples_per_s", "samples/s"),
@@ -206,13 +207,14 @@ def markdown(result: dict) -> str:
                                                ("s_per_million_params", "s per M params"),
                                                ("bend_params", "bend (params)")]))
         out.append("\nBelow the bend the fixed cost of tracing and starting the converter dominates; above it "
-                   "the time grows with the weights.\n")
+                   "the time grows with the weights. A format with no bend (a slope of about zero) costs its fixed "
+                   "time over the whole range: SavedModel export is tracing the model, whatever its weights.\n")
     serving = result.get("serving")
     if serving:
         out.append("\n## Serving throughput and p99 against clients (gRPC, single-image requests)\n\n")
         for label, curve in serving["curves"].items():
-            out.append(f"{label}: throughput stops growing at {curve['bend_clients']} clients; beyond, p99 grows "
-                       f"with the clients (Little's law).\n\n")
+            out.append(f"{label}: throughput stops growing at {curve['bend_clients']} clients (the server's cores "
+                       f"are busy); beyond, p99 grows with the clients (Little's law).\n\n")
             out.append(markdown_table(curve["points"], [("clients", "clients"), ("throughput_rps", "requests/s"),
                                                         ("p99_ms", "p99 ms")]) + "\n")
     return "".join(out)
@@ -244,7 +246,7 @@ def plots(result: dict, folder) -> list[Path]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel("training samples per CPU-second (zoo fit)")
-        ax.set_title("Training throughput: fixed per-step cost below the bend, compute above")
+        ax.set_title("Training: fixed per-step cost below the bend, compute above", fontsize=10)
         ax.legend(fontsize=7)
         paths.append(save_figure(fig, folder / "cost_training_batch.png"))
     exp = result.get("export")
@@ -255,9 +257,15 @@ def plots(result: dict, folder) -> list[Path]:
             if not pts:
                 continue
             line = ax.plot(*zip(*pts), marker="o", label=f)[0]
-            bend = (exp["fits"].get(f) or {}).get("bend_params")
+            fit = exp["fits"].get(f) or {}
+            bend = fit.get("bend_params")
             if bend:
                 ax.axvline(bend, color=line.get_color(), linestyle="--", linewidth=0.8)
+                ax.annotate(f"{f}: {bend / 1e6:.1f}M\n({fit['fixed_s']:.1f} s fixed)", (bend, max(t for _, t in pts)),
+                            fontsize=6, color=line.get_color(), rotation=90, va="top", ha="right")
+            elif fit:
+                ax.annotate(f"{f}: flat, {fit['fixed_s']:.1f} s of tracing", (pts[0][0], pts[0][1] * 1.15),
+                            fontsize=7, color=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("parameters")
@@ -275,6 +283,10 @@ def plots(result: dict, folder) -> list[Path]:
             if curve.get("bend_clients"):
                 for ax in (ax1, ax2):
                     ax.axvline(curve["bend_clients"], color=line.get_color(), linestyle="--", linewidth=0.8)
+                knee = next(p for p in curve["points"] if p["clients"] == curve["bend_clients"])
+                ax1.annotate(f"{label}: cores busy\nfrom {knee['clients']} clients", (knee["clients"],
+                             knee["throughput_rps"]), fontsize=7, color=line.get_color(), xytext=(4, 4),
+                             textcoords="offset points")
         for ax in (ax1, ax2):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrent clients")
