@@ -4,7 +4,9 @@ Three curves, each fitted with the simplest model that explains it, whose
 parameters say where and why the curve bends:
 
 - training samples/s against batch size (8 to 1024), zoo `fit` of a model on
-  in-memory batches. A step costs `t(b) = t0 + b / R`: a fixed cost `t0`
+  in-memory batches, by wall time and per CPU-second of the process (the
+  latter is fitted: on a shared machine it does not move with the load). A
+  step costs `t(b) = t0 + b / R`: a fixed cost `t0`
   (the Python fit loop, the executor's launch of every op, the optimizer's
   per-variable updates) plus the compute, at `R` samples/s. So samples/s =
   `b / t(b)` rises about linearly while `b << t0 * R` and levels off at `R`;
@@ -17,14 +19,15 @@ parameters say where and why the curve bends:
   `zoo.benchmarks.serving_load`'s closed loop: throughput rises with clients
   until the server's cores are busy, then stays flat; from there Little's law,
   latency = clients / throughput, makes latency grow linearly with clients.
-  The bend is the client count where throughput stops growing (the first
-  whose gain over the previous is under 10%).
+  The bend is the client count where throughput stops growing (the last
+  one before a gain of under 10%).
 
 Every point is measured in one run, on the machine (and load) recorded.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import tempfile
@@ -102,15 +105,19 @@ def training_curve(name: str, input_shape, batch_sizes=BATCH_SIZES, fit_seconds:
         ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(b).cache().repeat().prefetch(2)
         steps_per_s, _, _ = timed_fit(model, ds, 3, 2)  # tracing, and a first rate to size the timed fit
         steps = max(5, min(400, int(fit_seconds * steps_per_s)))
-        steps_per_s, _, _ = timed_fit(model, ds, steps, 3)
+        steps_per_s, steps_per_cpu_s, _ = timed_fit(model, ds, steps, 3)
         points.append({"batch_size": b, "samples_per_s": round(steps_per_s * b, 1),
-                       "step_ms": round(1e3 / steps_per_s, 3)})
-        print(f"[cost] {name} batch {b}: {steps_per_s * b:,.0f} samples/s ({1e3 / steps_per_s:.2f} ms/step)",
+                       "samples_per_cpu_s": round(steps_per_cpu_s * b, 1), "step_ms": round(1e3 / steps_per_s, 3),
+                       "cpu_step_ms": round(1e3 / steps_per_cpu_s, 3)})
+        del model, ds
+        keras.backend.clear_session()  # one model at a time: the machine's memory is shared
+        gc.collect()
+        print(f"[cost] {name} batch {b}: {steps_per_s * b:,.0f} samples/s, {steps_per_cpu_s * b:,.0f} per CPU-s",
               flush=True)
-    t0_ms, per_sample_ms = fit_affine([p["batch_size"] for p in points], [p["step_ms"] for p in points])
+    t0_ms, per_sample_ms = fit_affine([p["batch_size"] for p in points], [p["cpu_step_ms"] for p in points])
     rate = 1e3 / per_sample_ms if per_sample_ms > 0 else math.inf
     bend = t0_ms / per_sample_ms if per_sample_ms > 0 else None
-    return {"model": name, "input_shape": list(input_shape), "points": points,
+    return {"model": name, "input_shape": list(input_shape), "points": points, "fitted_on": "CPU-seconds",
             "fixed_ms_per_step": round(t0_ms, 3), "compute_samples_per_s": round(rate, 1),
             "bend_batch_size": round(bend, 1) if bend else None}
 
@@ -160,7 +167,8 @@ def serving_curve(requests_per_client: int = 40, clients=CLIENTS) -> dict:
                      key=lambda r: r["clients"])
         if not pts:
             continue
-        bend = next((b["clients"] for a, b in itertools.pairwise(pts)
+        # The last client count that still raised throughput by 10%: the knee.
+        bend = next((a["clients"] for a, b in itertools.pairwise(pts)
                      if b["throughput_rps"] < 1.1 * a["throughput_rps"]), None)
         curves[f"batching {batching}"] = {
             "points": [{"clients": p["clients"], "throughput_rps": p["throughput_rps"], "p99_ms": p["p99_ms"]}
@@ -179,13 +187,14 @@ def markdown(result: dict) -> str:
     out = [f"# Cost curves\n\n{m['cpus']} CPUs ({m.get('cpu_model')}; {', '.join(m.get('cpu_flags') or [])}), "
            f"TensorFlow {m['tensorflow']}."
            + (f" Load average (1 min) {' -> '.join(str(lo['load_1m']) for lo in loads)}." if loads else "")
-           + "\n\n" + __doc__.split("\n\n", 2)[1] + "\n"]
+           + "\n\n" + __doc__.split("\n", 1)[1].split("\nEvery point")[0].strip() + "\n"]
     for curve in result.get("training", []):
         out.append(f"\n## Training samples/s against batch size: {curve['model']}\n\n")
         out.append(markdown_table(curve["points"], [("batch_size", "batch"), ("samples_per_s", "samples/s"),
-                                                    ("step_ms", "ms/step")]))
-        out.append(f"\nFit `t(b) = t0 + b/R`: t0 = {curve['fixed_ms_per_step']} ms fixed per step, R = "
-                   f"{curve['compute_samples_per_s']:,.0f} samples/s of compute; bend at b* = t0 R = "
+                                                    ("samples_per_cpu_s", "samples per CPU-s"),
+                                                    ("cpu_step_ms", "CPU-ms/step")]))
+        out.append(f"\nFit of the CPU time per step `t(b) = t0 + b/R`: t0 = {curve['fixed_ms_per_step']} CPU-ms fixed per "
+                   f"step, R = {curve['compute_samples_per_s']:,.0f} samples per CPU-second of compute; bend at b* = t0 R = "
                    f"{curve['bend_batch_size']}: below it the fixed per-step cost dominates and samples/s grows "
                    f"with the batch, above it the convolutions do and samples/s levels off.\n")
     exp = result.get("export")
@@ -198,13 +207,14 @@ def markdown(result: dict) -> str:
                                                ("s_per_million_params", "s per M params"),
                                                ("bend_params", "bend (params)")]))
         out.append("\nBelow the bend the fixed cost of tracing and starting the converter dominates; above it "
-                   "the time grows with the weights.\n")
+                   "the time grows with the weights. A format with no bend (a slope of about zero) costs its fixed "
+                   "time over the whole range: SavedModel export is tracing the model, whatever its weights.\n")
     serving = result.get("serving")
     if serving:
         out.append("\n## Serving throughput and p99 against clients (gRPC, single-image requests)\n\n")
         for label, curve in serving["curves"].items():
-            out.append(f"{label}: throughput stops growing at {curve['bend_clients']} clients; beyond, p99 grows "
-                       f"with the clients (Little's law).\n\n")
+            out.append(f"{label}: throughput stops growing at {curve['bend_clients']} clients (the server's cores "
+                       f"are busy); beyond, p99 grows with the clients (Little's law).\n\n")
             out.append(markdown_table(curve["points"], [("clients", "clients"), ("throughput_rps", "requests/s"),
                                                         ("p99_ms", "p99 ms")]) + "\n")
     return "".join(out)
@@ -221,7 +231,10 @@ def plots(result: dict, folder) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6.5, 4))
         for curve in result["training"]:
             b = [p["batch_size"] for p in curve["points"]]
-            line = ax.plot(b, [p["samples_per_s"] for p in curve["points"]], marker="o", label=curve["model"])[0]
+            line = ax.plot(b, [p["samples_per_cpu_s"] for p in curve["points"]], marker="o",
+                           label=f"{curve['model']} per CPU-second")[0]
+            ax.plot(b, [p["samples_per_s"] for p in curve["points"]], "x", color=line.get_color(), alpha=0.5,
+                    label=f"{curve['model']} per second (wall, with the machine's load)")
             grid = np.geomspace(b[0], b[-1], 50)
             fitted = grid / (curve["fixed_ms_per_step"] / 1e3 + grid / curve["compute_samples_per_s"])
             ax.plot(grid, fitted, ":", color=line.get_color(), linewidth=1)
@@ -232,9 +245,9 @@ def plots(result: dict, folder) -> list[Path]:
                             color=line.get_color())
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
-        ax.set_ylabel("training samples/s (zoo fit)")
-        ax.set_title("Training throughput: fixed per-step cost below the bend, compute above")
-        ax.legend(fontsize=8)
+        ax.set_ylabel("training samples per CPU-second (zoo fit)")
+        ax.set_title("Training: fixed per-step cost below the bend, compute above", fontsize=10)
+        ax.legend(fontsize=7)
         paths.append(save_figure(fig, folder / "cost_training_batch.png"))
     exp = result.get("export")
     if exp:
@@ -244,9 +257,15 @@ def plots(result: dict, folder) -> list[Path]:
             if not pts:
                 continue
             line = ax.plot(*zip(*pts), marker="o", label=f)[0]
-            bend = (exp["fits"].get(f) or {}).get("bend_params")
+            fit = exp["fits"].get(f) or {}
+            bend = fit.get("bend_params")
             if bend:
                 ax.axvline(bend, color=line.get_color(), linestyle="--", linewidth=0.8)
+                ax.annotate(f"{f}: {bend / 1e6:.1f}M\n({fit['fixed_s']:.1f} s fixed)", (bend, max(t for _, t in pts)),
+                            fontsize=6, color=line.get_color(), rotation=90, va="top", ha="right")
+            elif fit:
+                ax.annotate(f"{f}: flat, {fit['fixed_s']:.1f} s of tracing", (pts[0][0], pts[0][1] * 1.15),
+                            fontsize=7, color=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("parameters")
@@ -264,6 +283,10 @@ def plots(result: dict, folder) -> list[Path]:
             if curve.get("bend_clients"):
                 for ax in (ax1, ax2):
                     ax.axvline(curve["bend_clients"], color=line.get_color(), linestyle="--", linewidth=0.8)
+                knee = next(p for p in curve["points"] if p["clients"] == curve["bend_clients"])
+                ax1.annotate(f"{label}: cores busy\nfrom {knee['clients']} clients", (knee["clients"],
+                             knee["throughput_rps"]), fontsize=7, color=line.get_color(), xytext=(4, 4),
+                             textcoords="offset points")
         for ax in (ax1, ax2):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrent clients")

@@ -17,6 +17,13 @@ synthetic data so that no input pipeline is measured):
   (`zoo.benchmarks.peak`), by wall time and per CPU-second;
 - the TensorFlow profiler's top op types of the zoo step
   (`zoo.benchmarks.profile.compiled_op_summary`).
+
+Targets are judged per CPU-second (zoo/Keras samples per CPU-second of the
+process; training FLOPs per CPU-second against the matmul's FLOPs per
+CPU-second): on a machine shared with other work (load average above the
+CPU count) wall-clock rates move with the load from one fit to the next,
+and the peak matmul, timed once, meets a different load than the models,
+so wall-clock ratios and percentages are reported beside but not judged.
 """
 
 from __future__ import annotations
@@ -113,7 +120,7 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     runs = interleaved_rates(zoo_model, plain, ds, batch_size=case.batch_size, steps=steps,
                              warmup_steps=settings.warmup_steps, rounds=settings.rounds)
     row.update(runs.summary())
-    row["passed_ratio"] = row["ratio"] >= case.ratio_target
+    row["passed_ratio"] = row["cpu_ratio"] >= case.ratio_target
     flops = forward_flops(zoo_model)
     row["forward_mflops_per_sample"] = round(flops / 1e6, 3)
     row["train_gflops"] = round(3 * flops * row["zoo_samples_per_s"] / 1e9, 1)
@@ -121,10 +128,10 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     peak = peak if isinstance(peak, dict) and "gflops" in peak else {}
     if peak.get("gflops"):
         row["percent_of_peak"] = round(100 * row["train_gflops"] / peak["gflops"], 1)
-        if case.peak_target:
-            row["passed_peak"] = row["percent_of_peak"] >= case.peak_target
     if peak.get("gflops_per_cpu_s"):
         row["percent_of_peak_per_cpu_s"] = round(100 * row["train_gflops_per_cpu_s"] / peak["gflops_per_cpu_s"], 1)
+        if case.peak_target:
+            row["passed_peak"] = row["percent_of_peak_per_cpu_s"] >= case.peak_target
     with tempfile.TemporaryDirectory(prefix="zoo-train-profile-") as logdir:
         tf.profiler.experimental.start(logdir)
         try:

