@@ -26,6 +26,7 @@ EVAL = 300
 MAX_ABS_DIFF = {"float32": 1e-4, "float16": 1e-2}
 MIN_INT8_AGREEMENT = 0.99
 MAX_INT8_ACCURACY_LOSS = 0.02
+INT8_KERNEL_STEPS = 4
 
 
 def _trained(name, dataset, steps, **kwargs):
@@ -136,9 +137,12 @@ def _check_against_keras(model, report, out, x, y):
         if r.format == "tflite":
             types = litert_tensor_types(r.path)
             assert TFLITE_TENSORS[r.variant](types), (r.label, types)
-        # The report states what the runtime computes.
+        # The report states what the runtime computes. zoo runs int8 .tflite files through XNNPACK, whose
+        # int8 kernels round differently from LiteRT's reference kernels used above: a few output steps.
         v = r.verification
-        assert v.max_abs_diff == pytest.approx(diff, abs=1e-5) and v.accuracy == pytest.approx(accuracy, abs=1e-9)
+        exact = r.precision in MAX_ABS_DIFF or r.format != "tflite"
+        assert v.max_abs_diff == pytest.approx(diff, abs=1e-5 if exact else INT8_KERNEL_STEPS / 256), (r.label, diff)
+        assert v.accuracy == pytest.approx(accuracy, abs=1e-9 if exact else INT8_KERNEL_STEPS / EVAL), r.label
         assert v.eval_samples == EVAL and v.latency_runs == 5 and v.latency_ms > 0 and r.size_bytes > 0
     data = json.loads((out / "report.json").read_text())
     assert data["ok"] and len(data["results"]) == len(report.results)
