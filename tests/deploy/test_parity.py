@@ -138,7 +138,7 @@ def _check_against_keras(model, report, out, x, y):
             assert TFLITE_TENSORS[r.variant](types), (r.label, types)
         # The report states what the runtime computes.
         v = r.verification
-        assert v.max_abs_diff == pytest.approx(diff, abs=1e-5) and v.accuracy == pytest.approx(accuracy, abs=1e-9)
+        assert v.max_abs_diff == pytest.approx(diff, abs=1e-5) and v.accuracy == pytest.approx(accuracy, abs=1e-9), r.label
         assert v.eval_samples == EVAL and v.latency_runs == 5 and v.latency_ms > 0 and r.size_bytes > 0
     data = json.loads((out / "report.json").read_text())
     assert data["ok"] and len(data["results"]) == len(report.results)
