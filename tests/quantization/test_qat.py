@@ -190,7 +190,7 @@ def test_qat_model_round_trips_and_converts_to_builtin_int8_tflite_agreeing_with
     report = zoo.deploy.export(tmp_path / "qat.keras", tmp_path / "out", ["tflite"], precision="int8",
                                test_data=(x, y), latency_runs=0, isolate=False)  # no calibration data: learned ranges
     assert report.ok, report.table()
-    path = report.results[0]["path"]
+    path = report.results[0].path
     from zoo.deploy.formats.tflite import TFLiteRunner, float_ops
 
     flatbuffer = open(path, "rb").read()
