@@ -125,6 +125,7 @@ def _sensitive_mlp():
 @pytest.mark.parametrize("runtime", [
     pytest.param("tflite", marks=pytest.mark.skipif(not HAS_AEQ, reason="ai-edge-quantizer not installed")),
     "onnx",
+    pytest.param("openvino", marks=pytest.mark.skipif(not HAS_OPENVINO, reason="openvino/nncf not installed")),
 ])
 def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_path):
     model = _sensitive_mlp()
@@ -137,7 +138,8 @@ def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_pa
     details = report.result(runtime, "int8").details
     assert details["full_int8_drop"] > 20  # every layer int8: the ruined layer drops accuracy to chance
     assert details["float_layers"] == ["block1_dense"]  # the most sensitive, and enough
-    assert max(details["sensitivity_points"], key=details["sensitivity_points"].get) == "block1_dense"
+    if runtime != "openvino":  # NNCF's accuracy control ranks the layers itself and does not report the ranking
+        assert max(details["sensitivity_points"], key=details["sensitivity_points"].get) == "block1_dense"
     assert details["within_budget"] and details["final_drop"] <= 1.0
     assert set(details["size_bytes"]) == set(details["latency_ms"]) == {"float32", "int8", "chosen"}
     assert details["size_bytes"]["int8"] < details["size_bytes"]["chosen"]  # the cost of the float layer

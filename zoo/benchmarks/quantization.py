@@ -111,7 +111,7 @@ def run(args) -> dict:
                 report = _export(path, work / name / source, runtimes, precisions, data, extra)
                 for r in report.results:
                     row = _row(name, source, r, report)
-                    if r.ok and r.path:
+                    if r.path and r.status in ("passed", "exported", "failed_verification"):  # it exists: time it
                         print(f"[{name}]   time {r.label} ({source})", flush=True)
                         row.update(_latency(r, data["eval_x"], batches, args))
                     rows.append(row)
@@ -138,9 +138,17 @@ def run(args) -> dict:
 
 
 def _versions() -> dict:
+    """The quantization stack's versions, and whether the CPU has VNNI (int8 dot products, which the int8
+    kernels of all three runtimes use)."""
     import importlib.metadata as md
 
-    out = {}
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
+    except OSError:
+        pass
+    out = {"vnni": sorted(f for f in flags if "vnni" in f)}
     for name in ("openvino", "nncf", "ai-edge-quantizer"):
         try:
             out[name] = md.version(name)
@@ -333,7 +341,11 @@ def markdown(result: dict) -> str:
              f"quantization-aware fine-tuning ({s['qat_epochs']} epoch), budget = PTQ with the layers that cost most "
              f"kept float (--max-accuracy-drop {s['max_accuracy_drop']}).", ""]
     for name, facts in result["models"].items():
-        lines.append(f"- **{name}**: {facts.get('note')}; dataset {facts.get('dataset')}")
+        trained = (f"float weights {facts['float_from']}" if facts.get("float_from")
+                   else f"trained by the recipe with {facts.get('changes') or 'no changes'} ({facts.get('float_train_s')} s)")
+        qat = (f"QAT copy {facts['qat_from']}" if facts.get("qat_from") else
+               f"QAT: {facts.get('qat_epochs')} epoch at lr {facts.get('qat_lr')} ({facts.get('qat_train_s')} s)")
+        lines.append(f"- **{name}**: {facts.get('note')}; dataset {facts.get('dataset')}; {trained}; {qat}")
     lines += ["", "## Per runtime and precision", ""]
     rows = [{**r, "accuracy_pct": _pct(r.get("accuracy")), "size_kb": None if r.get("size_bytes") is None
              else round(r["size_bytes"] / 1024, 1)} for r in result["rows"]]

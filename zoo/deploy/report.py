@@ -108,6 +108,8 @@ class ExportReport:
                 lines.append(f"{r.label}: {r.error}")
             for a in r.attempts:
                 lines.append(f"{r.label}: tried route {a.route} first: {a.error}")
+            if (r.details or {}).get("summary"):  # the accuracy budget: the layers kept float
+                lines.append(f"{r.label}: {r.details['summary']}")
         total = self.timing.get("export_s")
         if total is not None:
             lines.append(
@@ -163,6 +165,11 @@ class ExportReport:
                 lines.append(f"- {r.label}: route `{a.route}` failed first: {a.error}")
             for r, text in notes:
                 lines.append(f"- {r.label}: {text}")
+        budgeted = [r for r in self.results if "float_layers" in (r.details or {})]
+        if budgeted:
+            lines += ["", "## int8 within an accuracy budget", ""]
+            for r in budgeted:
+                lines += budget_lines(r)
         criteria = "; ".join(f"{precision} {c.text}" for precision, c in CRITERIA.items())
         lines += ["", f"Criteria: {criteria}. Latency: median of batch-1 runs after warm-up.", "",
                   f"Created {self.created} with " + ", ".join(f"{k} {v}" for k, v in self.versions.items() if v) + "."]
@@ -172,6 +179,22 @@ class ExportReport:
         """Writes report.json and report.md atomically next to the artifacts."""
         out = Path(out_dir or self.out_dir)
         return atomic_write_text(out / JSON_NAME, self.to_json()), atomic_write_text(out / MARKDOWN_NAME, self.to_markdown())
+
+
+def budget_lines(result: ArtifactResult) -> list[str]:
+    """The accuracy budget's outcome for one artifact: the float layers, their sensitivity and what they cost."""
+    d = result.details
+    lines = [f"- **{result.label}**: {d.get('summary', '')}."]
+    sensitivity = d.get("sensitivity_points") or {}
+    if sensitivity:
+        top = ", ".join(f"{name} {drop:.2f}" for name, drop in list(sensitivity.items())[:5])
+        lines.append(f"  Most sensitive layers (points lost with only that layer int8, on "
+                     f"{d.get('validation_samples')} validation examples): {top}.")
+    sizes, latency = d.get("size_bytes") or {}, d.get("latency_ms") or {}
+    if sizes and latency:
+        lines.append("  Cost: " + "; ".join(f"{name} {_size(sizes[name])}, {_num(latency.get(name))} ms batch 1"
+                                            for name in ("float32", "int8", "chosen") if name in sizes) + ".")
+    return lines
 
 
 def options_text(result: ArtifactResult) -> str:

@@ -121,12 +121,27 @@ def _quantize(job: Job, model, ov):
     summary = (f"full int8 drop {100 * (metrics['float32'] - metrics['int8']):.2f} points; kept in float: "
                f"{', '.join(layers) or 'none'}; final drop {drop:.2f} points "
                f"({'within' if drop <= budget + 1e-9 else 'NOT within'} the {budget:g}-point budget)")
-    details = {"budget_points": budget, "float_metric": metrics["float32"],
+    costs = _costs(job, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
+    details = {**costs, "budget_points": budget, "float_metric": metrics["float32"],
                "full_int8_drop": 100 * (metrics["float32"] - metrics["int8"]), "final_drop": drop,
                "within_budget": drop <= budget + 1e-9, "float_layers": layers, "float_ops": reverted,
                "validation_samples": int(len(x)), "summary": summary,
                "note": f"accuracy budget {budget:g} points (nncf.quantize_with_accuracy_control): {summary}"}
     return quantized, details
+
+
+def _costs(job: Job, models: dict, x1: np.ndarray, ov) -> dict:
+    """Size on disk and median batch-1 latency of each IR (float32, full int8, the budget's choice)."""
+    import statistics
+
+    sizes, latency = {}, {}
+    for name, model in models.items():
+        folder = os.path.join(job.work_dir, f"openvino_budget_{name}_{os.getpid()}")
+        os.makedirs(folder, exist_ok=True)
+        ov.save_model(model, os.path.join(folder, IR_NAME), compress_to_fp16=False)
+        sizes[name] = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+        latency[name] = statistics.median(OpenVINORunner(folder).latencies_ms(x1, 50, 5))
+    return {"size_bytes": sizes, "latency_ms": latency}
 
 
 def quantized_ops(model) -> dict[str, list[str]]:

@@ -203,11 +203,12 @@ def _flex_hint(error: Exception, options: dict) -> str:
 
 def flex_ops(flatbuffer: bytes) -> list[str]:
     """The TensorFlow ops a TFLite model runs through Flex (its custom op codes "Flex<Op>")."""
-    from tensorflow.lite.python import schema_py_generated as schema
+    from ai_edge_litert import schema_py_generated as schema
 
-    model = schema.ModelT.InitFromPackedBuf(bytearray(flatbuffer), 0)
-    codes = [(code.customCode or b"").decode() if isinstance(code.customCode, bytes) else (code.customCode or "")
-             for code in model.operatorCodes or []]
+    # The table API reads the op codes in place; the object API would unpack every weight buffer
+    # (gigabytes for a large model).
+    model = schema.Model.GetRootAsModel(flatbuffer, 0)
+    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
     return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
 
 
