@@ -2,10 +2,11 @@
 backbones built from a config) x format x precision, each cell verified in its runtime.
 
 Each model is built without pretrained weights (no download here; what a converter sees is the
-graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`:
-SavedModel, TFLite float32 and full int8, TF.js and ONNX. A cell records the status, the max abs
-diff to Keras (float32 cells) or the argmax agreement (int8), the artifact size and, when it
-fails, the reason.
+graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`
+to every format of `zoo.deploy.formats` in float32 and, where the format offers it, full int8
+(`matrix_cells`: derived from the formats' declarations, so a new format or precision joins the
+matrix without a line here). A cell records the status, the max abs diff to Keras (float32 cells)
+or the argmax agreement (int8), the artifact size and, when it fails, the reason.
 
 int8 needs decisions worth agreeing on. An untrained network gives near-ties that any rounding
 flips, or one class for everything: neither says anything about the conversion (measured on
@@ -34,8 +35,19 @@ import numpy as np
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results" / "compat"
-CELLS = (("saved_model", "float32"), ("tflite", "float32"), ("tflite", "int8"), ("tfjs", "float32"),
-         ("onnx", "float32"))
+MATRIX_PRECISIONS = ("float32", "int8")  # float16 and dynamic_int8 sit between these two in every format
+
+
+def matrix_cells(precisions=MATRIX_PRECISIONS) -> tuple[tuple[str, str], ...]:
+    """(format, precision) for every format, in `zoo.deploy.formats.MODULES` order: float32, and each
+    other of `precisions` the format declares (`Format.precisions`)."""
+    from zoo.deploy.formats import FORMATS
+
+    return tuple((f.name, p) for f in FORMATS.values() for p in precisions
+                 if p == "float32" or p in (f.precisions or {}))
+
+
+CELLS = matrix_cells()
 EVAL_SAMPLES = 100
 CALIBRATION_SAMPLES = 100
 
@@ -203,22 +215,46 @@ def _inputs(model, n: int, seed: int):
     return out
 
 
+def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
+    """[(formats, precisions)]: the exports that write exactly `cells` (format, precision).
+
+    `precision` is one option shared by the formats that take it, so formats asked for the same
+    precisions go in one export; a format without precisions (SavedModel, TF.js) joins the float32
+    export. `precisions` is () for an export of such formats alone.
+    """
+    from zoo.deploy.formats import FORMATS
+
+    asked: dict[str, list[str]] = {}
+    for fmt, precision in cells:
+        asked.setdefault(fmt, []).append(precision)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for fmt, precisions in asked.items():
+        groups.setdefault(tuple(precisions) if FORMATS[fmt].option("precision") else ("float32",), []).append(fmt)
+    return [(formats, precisions if any(FORMATS[f].option("precision") for f in formats) else ())
+            for precisions, formats in groups.items()]
+
+
 def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) -> dict:
     """Exports one model to the given cells; returns its row: facts and one dict per cell."""
     import keras
 
     from zoo.deploy.exporter import export
+    from zoo.deploy.formats import FORMATS
 
     keras.utils.set_random_seed(0)
     t0 = time.perf_counter()
     row = {"family": candidate.family, "source": candidate.source, "input": candidate.input_note, "cells": {}}
+    cells = applicable(candidate, cells)
+    for fmt, precision in [c for c in cells if FORMATS[c[0]].missing]:  # an optional runtime not installed
+        row["cells"][_cell_key(fmt, precision)] = {
+            "status": "export_failed", "error": f"not installed: pip install 'zoo[{FORMATS[fmt].extra}]'"}
+    cells = [c for c in cells if not FORMATS[c[0]].missing]
+    if not cells:
+        return row
     try:
         model = candidate.build()
         row["params"] = int(model.count_params())
-        cells = applicable(candidate, cells)
-        formats = sorted({f for f, _ in cells}, key=[c[0] for c in CELLS].index)
-        quantization = [p for f, p in cells if f == "tflite"]
-        options = {"precision": quantization} if quantization else {}  # shared: onnx offers int8 too
+        description, representative = "random inputs", None
         if candidate.classifier:
             size = model.inputs[0].shape[1]
             model, facts = train_decisive(candidate, size)
@@ -226,19 +262,22 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
             test_data = tinted_images(EVAL_SAMPLES, size, 0)
             description = (f"tinted random images (which channel is brighter), after {facts['train_epochs']} "
                            f"epoch(s) of training at lr {facts['train_lr']:g}")
-            if "int8" in quantization:
-                options["representative_data"] = tinted_images(CALIBRATION_SAMPLES, size, 1)[0]
+            representative = tinted_images(CALIBRATION_SAMPLES, size, 1)[0]
         else:
             test_data = _inputs(model, EVAL_SAMPLES, 0)
-            description = "random inputs"
-        report = export(model, out_dir / candidate.name, formats, test_data=test_data, latency_runs=0,
-                        data_description=description, process=process, **options)
+        reports = []
+        for i, (formats, precisions) in enumerate(export_groups(cells)):
+            options = {"precision": list(precisions)} if precisions else {}
+            if "int8" in precisions:
+                options["representative_data"] = representative
+            reports.append(export(model, out_dir / candidate.name / str(i), formats, test_data=test_data,
+                                  latency_runs=0, data_description=description, process=process, **options))
     except Exception as e:  # the model itself could not be built or traced: every cell says why
         reason = f"{type(e).__name__}: {e}"[:600]
-        row["cells"] = {_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells}
+        row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
         row["seconds"] = round(time.perf_counter() - t0, 1)
         return row
-    for r in report.results:
+    for r in (r for report in reports for r in report.results):
         v = r.verification
         cell = {"status": r.status, "size_bytes": r.size_bytes, "route": r.route, "notes": r.notes or None,
                 "error": r.error, "export_s": round(r.export_s, 1)}
@@ -246,8 +285,8 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
             cell.update(max_abs_diff=v.max_abs_diff, argmax_agreement=v.argmax_agreement, accuracy=v.accuracy)
         if r.attempts:
             cell["attempts"] = [dataclasses.asdict(a) for a in r.attempts]
-        row["cells"][_cell_key(r.format, r.variant if r.format == "tflite" else "float32")] = {
-            k: v for k, v in cell.items() if v is not None}
+        row["cells"][r.label] = {k: v for k, v in cell.items() if v is not None}
+    report = reports[0]
     row["traced_from"] = report.model.get("traced_from")
     row["keras_accuracy"] = report.keras.accuracy
     row["data"] = report.data.get("eval")
@@ -304,7 +343,7 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=package_versions(), cells=[_cell_key(*c) for c in CELLS])
+                        versions=package_versions(), cells=[_cell_key(*c) for c in cells])
             save(data, results_dir)
             if progress:
                 progress(f"{candidate.name} ({row['seconds']} s): "

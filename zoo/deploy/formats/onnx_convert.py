@@ -205,7 +205,7 @@ def _element_types(proto) -> dict[str, int]:
     types.update({i.name: i.data_type for i in graph.initializer})
     try:
         inferred = onnx.shape_inference.infer_shapes(proto).graph.value_info
-    except Exception:  # a model over protobuf's 2 GB limit, or one inference cannot follow: declared types only
+    except (ValueError, onnx.shape_inference.InferenceError):  # over protobuf's 2 GB, or past inference: declared
         return types
     types.update({v.name: v.type.tensor_type.elem_type for v in inferred if v.type.tensor_type.elem_type})
     return types
