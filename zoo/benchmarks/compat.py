@@ -411,6 +411,31 @@ def _cell_text(cell: dict | None) -> str:
     return f"{mark} {figure}{size}".strip()
 
 
+INT8_REMEDIES = ("`max_accuracy_drop=` (`--max-accuracy-drop`) keeps the layers whose quantization costs most in "
+                 "float, quantization-aware training (`zoo train --qat-from`) learns ranges that hold, or float16 "
+                 "keeps the decisions")
+
+
+def failure_reason(key: str, cell: dict, row: dict) -> str:
+    """Why a cell failed and what a user can do, from what the run measured and the export's error
+    (which, for an op a format cannot hold, already names the op, the layer and a way out)."""
+    error = cell.get("error") or ""
+    if cell["status"] != "failed_verification":
+        return error
+    fmt = key.split("[")[0]
+    if "int8" in key and cell.get("argmax_agreement") is not None:
+        trained = (f"; the model reached {row['held_out_accuracy']:.0%} on the task in {row['train_epochs']} epoch(s), "
+                   "so some of its decisions are near-ties" if row.get("held_out_accuracy", 1) < 0.99 else "")
+        return (f"{fmt} post-training int8 agrees with Keras on {cell['argmax_agreement']:.0%} of the images "
+                f"(criterion 99%): Keras's accuracy {row.get('keras_accuracy', 0):.0%}, int8's "
+                f"{cell.get('accuracy', 0):.0%}; int8 moves the softmax by up to {cell.get('max_abs_diff', 0):.2f}"
+                f"{trained}."
+                + (f" Its {fmt} float32 passes: the graph converts right, int8 is too coarse for these decisions."
+                   if row["cells"].get(f"{fmt}[float32]", {}).get("status") == "passed" else "")
+                + f" What to do: {INT8_REMEDIES}.")
+    return f"{error}: the {fmt} runtime computes a different function than Keras. Use another format; report it."
+
+
 def markdown(data: dict) -> str:
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
     lines = ["# Compatibility matrix: the models users bring", "",
@@ -435,7 +460,7 @@ def markdown(data: dict) -> str:
                 continue
             texts.append(_cell_text({**cell, "_key": key} if cell else None))
             if cell and cell["status"] not in ("passed", "exported"):
-                reasons.append(f"- **{name} {key}**: {cell.get('error', '')}")
+                reasons.append(f"- **{name} {key}**: {failure_reason(key, cell, row)}")
         params = f"{row['params'] / 1e6:.1f}M" if row.get("params") else ""
         acc = f"{row['keras_accuracy']:.0%}" if row.get("keras_accuracy") is not None else ""
         preprocess = (row["preprocess"] or "").removeprefix("keras.applications.").removesuffix(".preprocess_input") \
