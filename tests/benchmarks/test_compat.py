@@ -80,3 +80,15 @@ def test_export_groups_write_exactly_the_cells_asked():
     assert compat.export_groups(cells) == [(["saved_model", "openvino", "tfjs"], ("float32",)), (["tflite"], ("int8",)),
                                            (["onnx"], ("float32", "int8"))]
     assert compat.export_groups([("tfjs", "float32")]) == [(["tfjs"], ())]
+
+
+def test_failure_reasons_say_why_and_what_to_do():
+    row = {"keras_accuracy": 0.9, "held_out_accuracy": 0.94, "train_epochs": 10,
+           "cells": {"onnx[float32]": {"status": "passed"}}}
+    int8 = {"status": "failed_verification", "argmax_agreement": 0.97, "accuracy": 0.88, "max_abs_diff": 0.6,
+            "error": "argmax agreement 97.00% < 99%"}
+    why = compat.failure_reason("onnx[int8]", int8, row)
+    assert "97%" in why and "90%" in why and "88%" in why and "float32 passes" in why
+    assert "max_accuracy_drop" in why and "--qat-from" in why
+    error = "UnsupportedOpsError: TFLite cannot run 1 op type(s): StringSplitV2 x1 in 'vectorize' (TextVectorization)."
+    assert compat.failure_reason("tflite[float32]", {"status": "export_failed", "error": error}, row) == error
