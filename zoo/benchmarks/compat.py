@@ -323,6 +323,19 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
     return json.loads(json.dumps(row).replace(str(out_dir), "<out>"))
 
 
+def versions() -> dict:
+    """The export stack's versions (`zoo.deploy.report.package_versions`) and keras-hub's."""
+    import importlib.metadata
+
+    from zoo.deploy.report import package_versions
+
+    try:
+        hub = importlib.metadata.version("keras-hub")
+    except importlib.metadata.PackageNotFoundError:
+        hub = None
+    return {**package_versions(), "keras-hub": hub}
+
+
 def load(path: Path) -> dict:
     try:
         return json.loads(Path(path).read_text())
@@ -352,7 +365,6 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     import tempfile
 
     from zoo.deploy.isolation import ConversionProcess
-    from zoo.deploy.report import package_versions
 
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json") if resume else {"models": {}}
@@ -372,7 +384,7 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=package_versions(), cells=[_cell_key(*c) for c in cells])
+                        versions=versions(), cells=[_cell_key(*c) for c in cells])
             save(data, results_dir)
             if progress:
                 progress(f"{candidate.name} ({row['seconds']} s): "
@@ -445,7 +457,9 @@ def markdown(data: dict) -> str:
              "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
              "a few epochs of training on tinted random images (which channel is brighter), passed through the "
              "family's `keras.applications.<preprocess>.preprocess_input`, so that its decisions are worth agreeing on (`zoo/benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
-             "keras-hub backbones have no head: float32 cells only (n/a). ✅ passed, ⚠️ exported but failed "
+             "keras-hub backbones have no head: float32 cells only (n/a); keras-hub 0.32 (`pip install -e .[hub]`) "
+             "installs beside tensorflow 2.21, keras 3.15, protobuf and numpy without changing them "
+             "(`pip install --dry-run keras-hub==0.32`). ✅ passed, ⚠️ exported but failed "
              "verification, ❌ export failed (reasons below). Regenerate: `nice python scripts/compat_matrix.py` "
              "(resumable; `--all` adds every size variant; `--fresh` redoes done cells).", "",
              "| model | family | source | input | preprocess | params | acc | " + " | ".join(cells) + " |",
