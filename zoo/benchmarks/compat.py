@@ -433,6 +433,10 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
     (which, for an op a format cannot hold, already names the op, the layer and a way out)."""
     error = cell.get("error") or ""
     if cell["status"] != "failed_verification":
+        if "SIGKILL" in error:  # the kernel's out-of-memory killer, not the converter
+            return (f"{error}. The conversion process ran out of memory (killed by the kernel) on a machine shared "
+                    "with other jobs. What to do: convert this format alone with more free memory "
+                    "(`zoo.deploy.export(model, out, ['<format>'])`).")
         return error
     fmt = key.split("[")[0]
     if "int8" in key and cell.get("argmax_agreement") is not None:
