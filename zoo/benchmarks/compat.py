@@ -432,13 +432,13 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
     """Why a cell failed and what a user can do, from what the run measured and the export's error
     (which, for an op a format cannot hold, already names the op, the layer and a way out)."""
     error = cell.get("error") or ""
+    fmt = key.split("[")[0]
     if cell["status"] != "failed_verification":
         if "SIGKILL" in error:  # the kernel's out-of-memory killer, not the converter
             return (f"{error}. The conversion process ran out of memory (killed by the kernel) on a machine shared "
                     "with other jobs. What to do: convert this format alone with more free memory "
-                    "(`zoo.deploy.export(model, out, ['<format>'])`).")
+                    f"(`zoo.deploy.export(model, out, ['{fmt}'])`).")
         return error
-    fmt = key.split("[")[0]
     if "int8" in key and cell.get("argmax_agreement") is not None:
         trained = (f"; the model reached {row['held_out_accuracy']:.0%} on the task in {row['train_epochs']} epoch(s), "
                    "so some of its decisions are near-ties" if row.get("held_out_accuracy", 1) < 0.99 else "")
