@@ -370,7 +370,6 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     data = load(results_dir / "compat.json") if resume else {"models": {}}
     data.setdefault("models", {})
     work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
-    process = ConversionProcess(log_path=work / "conversion.log")
     try:
         for candidate in pool if pool is not None else candidates():
             done = data["models"].get(candidate.name, {}).get("cells", {}) if resume else {}
@@ -379,7 +378,14 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
                 continue
             if progress:
                 progress(f"{candidate.name}: {', '.join(_cell_key(*c) for c in todo)} ...")
-            row = run_model(candidate, work, todo, process)
+            # A conversion process per model: one serving them all held 10-11 GB when the kernel killed it
+            # for memory (at InceptionResNetV2, VGG16) on a shared machine; a fresh one starts empty and
+            # costs seconds, a model minutes.
+            process = ConversionProcess(log_path=work / "conversion.log")
+            try:
+                row = run_model(candidate, work, todo, process)
+            finally:
+                process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
@@ -390,7 +396,6 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
                 progress(f"{candidate.name} ({row['seconds']} s): "
                          + ", ".join(f"{k} {v['status']}" for k, v in row["cells"].items()))
     finally:
-        process.close()
         shutil.rmtree(work, ignore_errors=True)
     return data
 
