@@ -285,6 +285,19 @@ def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path):
     assert any("hard swish" in n for n in report.results[0].notes), report.results[0].notes
 
 
+def test_two_inputs_alike_in_dtype_and_shape_keep_their_names_in_tfjs(tmp_path):
+    """keras-hub's `token_ids` and `padding_mask`: the TF.js converter cannot tell them apart by spec."""
+    keras.utils.set_random_seed(0)
+    ids = keras.Input((4,), dtype="int32", name="token_ids")
+    mask = keras.Input((4,), dtype="int32", name="padding_mask")
+    x = keras.layers.Embedding(10, 3)(ids) * keras.ops.expand_dims(keras.ops.cast(mask, "float32"), -1)
+    model = keras.Model([ids, mask], keras.layers.Dense(2, name="logits")(keras.layers.Flatten()(x)))
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(0, 10, (16, 4)).astype("int32"), "padding_mask": rng.integers(0, 2, (16, 4)).astype("int32")}
+    report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x, latency_runs=0, isolate=False)
+    _check_every_artifact(report, model, x, ["logits"])
+
+
 def test_layer_of_finds_the_innermost_keras_layer_scope():
     layers = {"convnext_tiny": "Functional", "stage_2_gelu": "Activation", "dense": "Dense"}
     assert layer_of("StatefulPartitionedCall/convnext_tiny_1/stage_2_gelu_1/Gelu/Erfc", layers) == "stage_2_gelu"

@@ -137,6 +137,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
         notes.append(f"{lookups} table lookup(s) reshaped to their keys' shape (tfjs returns them flat)")
     tfjs_ops.check_ops(out_dir, layers)
     align_output_names(out_dir)
+    name_inputs(out_dir)
     split = unfuse_tensor_bias(out_dir)
     if split:
         notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
@@ -163,6 +164,29 @@ def align_output_names(model_dir) -> bool:
     model["signature"]["outputs"] = {k: outputs[k] for k in keys}
     path.write_text(json.dumps(model))
     return True
+
+
+def name_inputs(model_dir) -> int:
+    """Gives `model.json`'s signature inputs their names back where the converter left a tensor name
+    (`token_ids:0`); returns how many it renamed.
+
+    The converter finds each input's signature name by its dtype and shape alone
+    (tensorflowjs 4.22 `_find_signature_def_name`); two inputs alike in both (keras-hub's
+    `token_ids` and `padding_mask`: int32, (batch, length)) match twice, and it falls back to the
+    tensor name. The export names each placeholder after its signature input, so the tensor
+    `token_ids:0` of the Placeholder `token_ids` is the input `token_ids`.
+    """
+    path = Path(model_dir) / "model.json"
+    model = json.loads(path.read_text())
+    inputs = (model.get("signature") or {}).get("inputs") or {}
+    placeholders = {n["name"] for n in model["modelTopology"].get("node", []) if n.get("op") == "Placeholder"}
+    renamed = {key: key[:-2] for key in inputs
+               if key.endswith(":0") and key[:-2] in placeholders and key[:-2] not in inputs}
+    if not renamed:
+        return 0
+    model["signature"]["inputs"] = {renamed.get(k, k): v for k, v in inputs.items()}
+    path.write_text(json.dumps(model))
+    return len(renamed)
 
 
 def _runtime_check(model_dir, job: Job) -> list[str]:
