@@ -170,7 +170,7 @@ def _hub_resnet():
     import keras_hub
 
     return keras_hub.models.ResNetBackbone(
-        input_conv_filters=[32], input_conv_kernel_sizes=[7], stackwise_num_filters=[32, 64],
+        input_conv_filters=[64], input_conv_kernel_sizes=[7], stackwise_num_filters=[64, 128],  # keras-hub requires 64
         stackwise_num_blocks=[2, 2], stackwise_num_strides=[1, 2], block_type="basic_block",
         image_shape=(32, 32, 3), name="resnet_backbone")
 
@@ -197,7 +197,7 @@ def _hub_gpt2():
 
 
 KERAS_HUB = (
-    _hub("keras_hub.ResNetBackbone", "ResNet (keras-hub)", "2 stages, 32x32x3", _hub_resnet),
+    _hub("keras_hub.ResNetBackbone", "ResNet (keras-hub)", "2 stages of 2 basic blocks, 32x32x3", _hub_resnet),
     _hub("keras_hub.ViTBackbone", "ViT (keras-hub)", "2 layers, patch 8, 32x32x3", _hub_vit),
     _hub("keras_hub.BertBackbone", "BERT (keras-hub)", "2 layers, token_ids/segment_ids/padding_mask", _hub_bert),
     _hub("keras_hub.GPT2Backbone", "GPT-2 (keras-hub)", "2 layers, token_ids/padding_mask", _hub_gpt2),
