@@ -457,6 +457,13 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
     return f"{error}: the {fmt} runtime computes a different function than Keras. Use another format; report it."
 
 
+def ordered(data: dict) -> list[str]:
+    """The models of `data` in the order of the candidate lists (families as keras.applications lists
+    them, then keras-hub), whatever order the runs recorded them in; unknown ones last."""
+    known = [c.name for c in (*APPLICATIONS, *MORE_APPLICATIONS, *KERAS_HUB)]
+    return sorted(data["models"], key=lambda n: known.index(n) if n in known else len(known))
+
+
 def markdown(data: dict) -> str:
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
     lines = ["# Compatibility matrix: the models users bring", "",
@@ -474,7 +481,8 @@ def markdown(data: dict) -> str:
              "| model | family | source | input | preprocess | params | acc | " + " | ".join(cells) + " |",
              "|---|---|---|---|---|---:|---:|" + "---|" * len(cells)]
     reasons = []
-    for name, row in data["models"].items():
+    for name in ordered(data):
+        row = data["models"][name]
         texts = []
         for key in cells:
             cell = row["cells"].get(key)
@@ -506,7 +514,7 @@ def plot(data: dict, path: Path) -> Path:
 
     plt = pyplot()
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
-    names = list(data["models"])
+    names = ordered(data)
     codes = {"passed": 0, "exported": 0, "failed_verification": 1, "export_failed": 2}
     grid = np.full((len(names), len(cells)), np.nan)
     for i, name in enumerate(names):
