@@ -454,7 +454,11 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
                 + (f" Its {fmt} float32 passes: the graph converts right, int8 is too coarse for these decisions."
                    if row["cells"].get(f"{fmt}[float32]", {}).get("status") == "passed" else "")
                 + f" What to do: {INT8_REMEDIES}.")
-    return f"{error}: the {fmt} runtime computes a different function than Keras. Use another format; report it."
+    if error.startswith("runtime error"):
+        return (f"the artifact was written but {fmt}'s runtime could not run it ({error}). What to do: use a format "
+                "that passes in this row, and report the error.")
+    return (f"{error}: the {fmt} runtime computes a different function than Keras. What to do: use a format that "
+            "passes in this row, and report the difference.")
 
 
 def ordered(data: dict) -> list[str]:
