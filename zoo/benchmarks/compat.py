@@ -217,8 +217,10 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
         row["params"] = int(model.count_params())
         cells = applicable(candidate, cells)
         formats = sorted({f for f, _ in cells}, key=[c[0] for c in CELLS].index)
-        quantization = [p for f, p in cells if f == "tflite"]
-        options = {"precision": quantization} if quantization else {}  # shared: onnx offers int8 too
+        # `precision` is one option shared by the formats offering precisions: ask for every precision of
+        # the cells; each format writes those it offers, and only the cells asked for are kept.
+        quantization = sorted({p for f, p in cells if f not in ("saved_model", "tfjs")})
+        options = {"precision": quantization} if quantization else {}
         if candidate.classifier:
             size = model.inputs[0].shape[1]
             model, facts = train_decisive(candidate, size)
@@ -246,7 +248,9 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
             cell.update(max_abs_diff=v.max_abs_diff, argmax_agreement=v.argmax_agreement, accuracy=v.accuracy)
         if r.attempts:
             cell["attempts"] = [dataclasses.asdict(a) for a in r.attempts]
-        row["cells"][_cell_key(r.format, r.variant if r.format == "tflite" else "float32")] = {
+        if (r.format, r.variant or "float32") not in cells:
+            continue
+        row["cells"][r.label] = {
             k: v for k, v in cell.items() if v is not None}
     row["traced_from"] = report.model.get("traced_from")
     row["keras_accuracy"] = report.keras.accuracy
