@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks.common import cpu_count, machine, markdown_table, measure
+from zoo.benchmarks.common import cpu_count, first_examples, machine, markdown_table, measure
 
 RUNTIMES = ("tflite", "onnx", "openvino")
 PRECISIONS = ("float32", "float16", "int8")
@@ -190,23 +190,12 @@ def _models(case: Case, args, work: Path, float_path: str | None, qat_path: str 
         facts["qat_from"] = qat_path
     limit = 512 if args.quick else args.eval_samples
     data = {}
-    data["eval_x"], data["eval_y"] = _arrays(zoo.data.load(config.dataset, "test", 1000), limit)
-    data["rep_x"], _ = _arrays(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
+    data["eval_x"], data["eval_y"] = first_examples(zoo.data.load(config.dataset, "test", 1000), limit)
+    data["rep_x"], _ = first_examples(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
     # The accuracy budget measures on held-out training examples, never on the test split it is judged on.
-    data["val_x"], data["val_y"] = _arrays(zoo.data.load(config.dataset, "train[-10%:]", 1000), 2000 if args.quick
+    data["val_x"], data["val_y"] = first_examples(zoo.data.load(config.dataset, "train[-10%:]", 1000), 2000 if args.quick
                                            else 6000)
     return float_path, qat_path, data, facts
-
-
-def _arrays(ds, limit: int):
-    xs, ys, n = [], [], 0
-    for x, y in ds:
-        xs.append(np.asarray(x))
-        ys.append(np.asarray(y))
-        n += len(xs[-1])
-        if n >= limit:
-            break
-    return np.concatenate(xs)[:limit].astype(np.float32), np.concatenate(ys)[:limit]
 
 
 def _export(model_path, out: Path, runtimes, precisions, data, extra):
