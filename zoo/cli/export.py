@@ -16,9 +16,15 @@ def add(sub):
         "export",
         help="export to SavedModel, TFLite, TF.js, ONNX and OpenVINO, verify each in its runtime, write a report",
         description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
+                    "With --check, converts nothing: lists per format the ops (and their Keras layers) it cannot "
+                    "run, in seconds, and exits 0 if every format runs the model with its own ops, 1 if some "
+                    "cannot (or needs TFLite's Flex delegate), 2 on bad input. "
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
+    p.add_argument("--check", action="store_true",
+                   help="deployability check only: which formats cannot run which ops of which layers (exit 1 if "
+                        "any); no conversion, no data needed")
     p.add_argument("--formats", default=None,
                    help=f"comma-separated, of: {', '.join(FORMATS)} (default: each whose runtime is installed)")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
@@ -107,6 +113,8 @@ def _cmd_export(args) -> int:
 
     given = given_values(args, cli_options())
     model = _load_model(args.model, args)
+    if args.check:
+        return _check(model, args, given)
     test, description = _export_data(args, given, model)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
@@ -119,3 +127,15 @@ def _cmd_export(args) -> int:
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")
     return 0 if report.ok else 1
+
+
+def _check(model, args, given: dict) -> int:
+    """`zoo export --check`: `zoo.deploy.check`'s table; exit 0 when every format runs the model, else 1."""
+    import zoo.deploy
+
+    other = sorted(k for k in given if k != "opset")
+    if other:
+        print(f"note: --check ignores the conversion option(s) {', '.join(other)}")
+    report = zoo.deploy.check(model, args.formats or zoo.deploy.DEFAULT_FORMATS, opset=given.get("opset"))
+    print(report.table())
+    return report.exit_code

@@ -16,6 +16,8 @@ import importlib
 # public name -> the module that defines it
 _EXPORTS = {
     "export": "zoo.deploy.exporter",
+    "check": "zoo.deploy.deployability",
+    "CheckReport": "zoo.deploy.deployability",
     "DataShapeError": "zoo.deploy.inputs",
     "TraceError": "zoo.deploy.trace",
     "signature_of": "zoo.deploy.trace",

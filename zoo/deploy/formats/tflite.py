@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.core.options import BOOL, Option
-from zoo.deploy.diagnose import UnsupportedOpsError, unsupported_ops_error
+from zoo.deploy.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
 from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
                                      CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
                                      predict_in_chunks, unrolled_note)
@@ -199,6 +199,64 @@ def _flex_hint(error: Exception, options: dict) -> str:
         return ""
     return (f" [ops without a TFLite builtin: {', '.join(ops)}; they would run only as Flex (TF Select) ops: pass "
             "allow_flex=True / --allow-flex to allow that]")
+
+
+FLEX_NEEDS = "the Flex delegate (TF Select: allow_flex=True / --allow-flex, and the app links it)"
+
+
+def unsupported_ops(traced) -> list[OpGap]:
+    """The ops without a TFLite builtin in the model's dynamic-batch graph, and which of them Flex could run.
+
+    TFLite publishes no list of the TensorFlow ops its builtins cover (legalization happens in the
+    converter's MLIR passes), so the converter is the only way to know: one conversion with Flex and
+    custom ops allowed always completes and marks each op the builtins lack, as a `Flex<Op>` (runs with
+    the Flex delegate) or a custom op (nothing in TFLite runs it). Its output tensors keep the graph's
+    node names, so each op is traced back to its Keras layer.
+    """
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([traced.concrete_function], traced.model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+    converter.allow_custom_ops = True
+    # The frozen-graph path writes and retraces no SavedModel (a second less for a small LSTM), but it turns
+    # lookup tables, which are resources, into placeholders: models with tables take the SavedModel path.
+    from zoo.deploy.diagnose import TABLE_OPS, graph_nodes
+
+    converter.experimental_lower_to_saved_model = any(op in TABLE_OPS for op, _ in graph_nodes(traced.graph_def))
+    try:
+        flatbuffer = converter.convert()
+    except Exception as e:
+        unsupported = tflite_unsupported_ops(str(e))
+        if not unsupported:
+            raise
+        return [OpGap(op, tuple(nodes)) for op, nodes in sorted(unsupported.items())]
+    gaps = []
+    for code, nodes in sorted(non_builtin_ops(flatbuffer).items()):
+        if code.startswith(FLEX_PREFIX):
+            gaps.append(OpGap(code[len(FLEX_PREFIX):], tuple(nodes), needs=FLEX_NEEDS))
+        else:
+            gaps.append(OpGap(code, tuple(nodes)))
+    return gaps
+
+
+def non_builtin_ops(flatbuffer: bytes) -> dict[str, list[str]]:
+    """custom op code (`Flex<Op>` or a custom op's name) -> the names of the tensors its operators output,
+    over every subgraph (loop bodies too)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(flatbuffer, 0)
+    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
+    found: dict[str, list[str]] = {}
+    for s in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(s)
+        for i in range(graph.OperatorsLength()):
+            op = graph.Operators(i)
+            code = codes[op.OpcodeIndex()]
+            if code:
+                names = [graph.Tensors(op.Outputs(j)).Name().decode() for j in range(op.OutputsLength())
+                         if op.Outputs(j) >= 0]
+                found.setdefault(code, []).append(names[0] if names else "")
+    return found
 
 
 def flex_ops(flatbuffer: bytes) -> list[str]:
