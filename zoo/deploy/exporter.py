@@ -57,6 +57,8 @@ def export(
     process: ConversionProcess | None = None,
     allow_unsafe_ops=(),
     unsafe_deserialization: bool = False,
+    class_names=None,
+    input_meaning: dict | None = None,
     **options,
 ) -> ExportReport:
     """Exports `model` to `formats` under `out_dir`, verifies each artifact and writes a report.
@@ -83,6 +85,11 @@ def export(
         allow_unsafe_ops: op names `zoo.deploy.scan` found in the model file that the user reviewed and accepts;
             a model file with any other finding is refused (`UnsafeArtifactError`) before anything runs.
         unsafe_deserialization: load the model file with Keras's safe_mode off (Lambda bytecode runs).
+        class_names: a classifier's class names (label i is `class_names[i]`), written into every artifact
+            with what its input means (`zoo.deploy.metadata`), for a model not trained by `zoo train`;
+            they replace the names a zoo-trained model carries.
+        input_meaning: what the input means beyond its shape, for clients: e.g. `{"channel_order": "RGB",
+            "scale": "0-255", "mean": [...], "std": [...]}` for preprocessing done outside the model.
 
     Format options (declared by the formats; None or absent means the default):
 {options}
@@ -100,6 +107,7 @@ def export(
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
     signature = _signature(model, input_signature, test_data)
+    metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature)  # bad names: now
 
     eval_x, eval_y = inputs.collect(test_data, max_eval_samples, "test_data", signature)
     real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
@@ -160,7 +168,8 @@ def export(
         keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
         saved_model_dir, trace_error = _write_saved_model(model, signature, work)
         model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
-        meta = metadata.of_model(model)
+        meta = metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
+                                 output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
@@ -183,7 +192,7 @@ def export(
         shutil.rmtree(work, ignore_errors=True)
 
     report = ExportReport(
-        model=_model_facts(model, signature, list(refs), source, recurrent),
+        model=_model_facts(model, signature, list(refs), source, recurrent, meta),
         data={"eval": data_description or ("test data" if eval_y is not None else "given inputs"),
               "eval_samples": inputs.count(eval_x),
               "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data",
@@ -347,7 +356,7 @@ def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReferen
     return row
 
 
-def _model_facts(model, signature, outputs, source, recurrent) -> dict:
+def _model_facts(model, signature, outputs, source, recurrent, meta=None) -> dict:
     from zoo.architectures import registry
     from zoo.deploy.trace import describe_source
 
@@ -357,6 +366,9 @@ def _model_facts(model, signature, outputs, source, recurrent) -> dict:
              "source": source, "inputs": described, "input": described[0],
              "traced_from": signature.traced_from, "traced_from_text": describe_source(signature),
              "outputs": outputs, "recurrent_layers": sorted(set(model_io.recurrent_layers(model))) if recurrent else []}
+    if meta is not None:  # what the artifacts carry (zoo.deploy.metadata), for the model card
+        facts.update(task=meta.task, class_names=list(meta.class_names) if meta.class_names else None,
+                     input_meaning=meta.description, predictions_output=meta.output)
     with contextlib.suppress(ZooError):
         spec = registry.get_spec(model.name)
         facts.update(architecture=spec.name, family=spec.family, paper=spec.paper, task=spec.task)

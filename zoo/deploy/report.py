@@ -130,6 +130,13 @@ class ExportReport:
         lines.append(f"- **Input{'s' if len(inputs) > 1 else ''}**: "
                      + ", ".join(f"`{i['name']}` {i['shape']} {i['dtype']}" for i in inputs)
                      + f"; **outputs**: {', '.join(f'`{o}`' for o in m['outputs'])}")
+        if m.get("task"):
+            names = m.get("class_names")
+            lines.append(f"- **Task**: {m['task']}" + (f"; output `{m['predictions_output']}`" if m.get(
+                "predictions_output") else "") + (f"; **classes** ({len(names)}): " + ", ".join(
+                f"`{n}`" for n in names[:50]) + (" ..." if len(names) > 50 else "") if names else ""))
+        if m.get("input_meaning"):
+            lines.append(f"- **Input meaning**: {m['input_meaning']}")
         if m.get("traced_from_text"):
             lines.append(f"- **Signature**: traced from {m['traced_from_text']}")
         if m.get("source"):
