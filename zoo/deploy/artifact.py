@@ -38,13 +38,10 @@ from typing import Any, Optional
 import numpy as np
 
 from zoo.deploy import metadata as metadata_lib
+from zoo.deploy.scan.report import ArtifactError  # one error for a path no reader, scanner or runtime can take
 from zoo.errors import ZooError
 
 RUN_DIR_MODELS = ("last.keras", "best.keras")  # a run directory's models, in order of preference
-
-
-class ArtifactError(ZooError, ValueError):
-    """A path that is not an artifact zoo can open, with what was found there."""
 
 
 @dataclasses.dataclass

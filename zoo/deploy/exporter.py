@@ -107,7 +107,8 @@ def export(
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
     signature = _signature(model, input_signature, test_data)
-    metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature)  # bad names: now
+    metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
+                      output_names=_output_widths(model))  # bad class names: refused before any work
 
     eval_x, eval_y = inputs.collect(test_data, max_eval_samples, "test_data", signature)
     real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
@@ -215,6 +216,16 @@ def _signature(model, input_signature, test_data):
     if input_signature is None and not trace.is_functional(model) and not getattr(model, "_build_shapes_dict", None):
         sample = _first_batch(test_data)
     return trace.signature_of(model, input_signature=input_signature, sample=sample)
+
+
+def _output_widths(model) -> dict | None:
+    """{output name: last-axis size} of a functional model (None for a subclassed one: known after a call)."""
+    from zoo.deploy.trace import is_functional, name_outputs
+
+    if not is_functional(model):
+        return None
+    return {name: int(t.shape[-1]) if len(t.shape) > 1 and t.shape[-1] else 1
+            for name, t in name_outputs(model, model.outputs).items()}
 
 
 def _first_batch(data):
