@@ -167,11 +167,11 @@ def export(
         for i, value in enumerate(refs.values()):
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
         keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
-        saved_model_dir, trace_error = _write_saved_model(model, signature, work)
-        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
         meta = metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
                                  output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
+        saved_model_dir, trace_error = _write_saved_model(model, signature, work, meta)
+        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name, quantization_aware):
@@ -315,13 +315,13 @@ def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None
     return str(path), None
 
 
-def _write_saved_model(model, signature, work: Path) -> tuple[str | None, str | None]:
+def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | None, str | None]:
     """(the export's SavedModel, None), or (None, why the model could not be traced)."""
     from zoo.deploy.signature import export_saved_model
 
     path = work / "saved_model_default"
     try:
-        export_saved_model(model, path, signature=signature)
+        export_saved_model(model, path, signature=signature, metadata=meta)
     except Exception as e:  # the model's own code fails to trace: every format fails alike, and says why
         return None, (f"tracing the model with inputs {signature.describe()} failed: "
                       f"{type(e).__name__}: {e}")[:2000]
