@@ -159,7 +159,7 @@ class ExportReport:
         lines.append("|" + "---|" * (len(rows[0]) + 2))
         lines.append("| " + " | ".join(map(str, rows[1])) + " | | |")
         for row, r in zip(rows[2:], self.results):
-            path = Path(r.path).relative_to(self.out_dir) if r.path else ""
+            path = _relative(r.path, self.out_dir) if r.path else ""
             lines.append("| " + " | ".join(map(str, row)) + f" | {r.route or ''} | `{path}` |")
         problems = [r for r in self.results if r.error]
         attempts = [(r, a) for r in self.results for a in r.attempts]
@@ -220,6 +220,14 @@ def options_text(result: ArtifactResult) -> str:
         if value is not None and value != option.default:
             parts.append(f"{option.name}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
     return " ".join(parts)
+
+
+def _relative(path, out_dir) -> str:
+    """`path` under the output directory, or as given where it lies elsewhere (a --export-dir serving root)."""
+    try:
+        return str(Path(path).relative_to(out_dir))
+    except ValueError:
+        return str(path)
 
 
 def _pct(v) -> str:
