@@ -41,6 +41,9 @@ def add(sub):
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
     p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
+    p.add_argument("--class-names", default=None, metavar="NAMES|FILE",
+                   help="a classifier's class names, comma-separated or a text file with one per line: written into "
+                        "every artifact (SavedModel labels.txt and classify signature, each format's metadata)")
     add_arguments(p, cli_options())
     add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_export)
@@ -123,6 +126,7 @@ def _cmd_export(args) -> int:
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
               **({"data": args.data} if args.data else {})}, **given,
         allow_unsafe_ops=args.allow_unsafe_ops, unsafe_deserialization=args.unsafe_deserialization,
+        class_names=_class_names(args.class_names),
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")
@@ -139,3 +143,16 @@ def _check(model, args, given: dict) -> int:
     report = zoo.deploy.check(model, args.formats or zoo.deploy.DEFAULT_FORMATS, opset=given.get("opset"))
     print(report.table())
     return report.exit_code
+
+
+def _class_names(value: str | None) -> list[str] | None:
+    """--class-names: a file of one name a line, else a comma-separated list."""
+    if value is None:
+        return None
+    if os.path.isfile(value):
+        with open(value, encoding="utf-8") as f:
+            names = [line.strip() for line in f if line.strip()]
+        if not names:
+            raise ValueError(f"--class-names file {value} holds no names (one a line expected).")
+        return names
+    return [name.strip() for name in value.split(",") if name.strip()]
