@@ -5,6 +5,7 @@ or from one permissive conversion (TFLite). The references here are the converte
 `zoo export` runs them: TFLite with builtin ops only, tf2onnx's full conversion of the SavedModel.
 """
 
+import json
 import re
 
 import keras
@@ -131,10 +132,13 @@ def test_openvino_names_the_lookup_its_frontend_cannot_convert():
 def test_cli_check_exit_codes_and_output(tmp_path, capsys):
     path = tmp_path / "lstm.keras"
     _lstm().save(path)
-    assert cli.main(["export", "--check", str(path), "--formats", "saved_model,tflite,onnx"]) == 1
+    assert cli.main(["export", "--check", str(path), "--formats", "saved_model,tflite,onnx",
+                     "--out", str(tmp_path / "ci")]) == 1
     out = capsys.readouterr().out
     assert "needs Flex" in out and "TensorListReserve" in out and "'encoder' (LSTM)" in out
-    assert not (tmp_path / "exports").exists()  # nothing converted, nothing written
+    assert sorted(p.name for p in (tmp_path / "ci").iterdir()) == ["check.json"]  # nothing converted
+    written = json.loads((tmp_path / "ci" / "check.json").read_text())
+    assert not written["ok"] and written["results"][1]["status"] == "needs Flex"
     ok = tmp_path / "cnn.keras"
     keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")], name="mlp").save(ok)
     assert cli.main(["export", "--check", str(ok), "--formats", "tflite,onnx,tfjs"]) == 0

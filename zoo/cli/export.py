@@ -24,7 +24,7 @@ def add(sub):
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
     p.add_argument("--check", action="store_true",
                    help="deployability check only: which formats cannot run which ops of which layers (exit 1 if "
-                        "any); no conversion, no data needed")
+                        "any); no conversion, no data needed; with --out, also written as <out>/check.json")
     p.add_argument("--formats", default=None,
                    help=f"comma-separated, of: {', '.join(FORMATS)} (default: each whose runtime is installed)")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
@@ -142,6 +142,11 @@ def _check(model, args, given: dict) -> int:
         print(f"note: --check ignores the conversion option(s) {', '.join(other)}")
     report = zoo.deploy.check(model, args.formats or zoo.deploy.DEFAULT_FORMATS, opset=given.get("opset"))
     print(report.table())
+    if args.out:  # for CI: the same answer as data
+        from zoo.fileio import atomic_write_text
+
+        path = atomic_write_text(os.path.join(args.out, "check.json"), report.to_json())
+        print(f"check: {path}")
     return report.exit_code
 
 
