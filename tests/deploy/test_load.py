@@ -90,3 +90,38 @@ def test_damaged_artifacts_name_the_file_and_what_is_wrong(exported, tmp_path):
         zoo.deploy.load(garbage)
     with pytest.raises(ArtifactError, match="does not exist"):
         zoo.deploy.load(tmp_path / "missing.onnx")
+
+
+def _pngs(tmp_path, n=3):
+    import tensorflow as tf
+
+    pixels = np.random.default_rng(1).integers(0, 256, (n, 8, 8, 3)).astype("uint8")
+    paths = []
+    for i, image in enumerate(pixels):
+        path = tmp_path / f"img{i}.png"
+        path.write_bytes(tf.io.encode_png(image).numpy())
+        paths.append(str(path))
+    return paths, pixels.astype("float32")
+
+
+def test_zoo_predict_reads_image_files_as_the_metadata_says(exported, tmp_path):
+    """Pixels 0-255 for a model rescaling them itself; 0-1 (or a declared mean/std) for one that does not."""
+    model, _, report = exported
+    paths, pixels = _pngs(tmp_path)
+    got = zoo.predict(report.result("onnx").path, paths, progress=False)
+    np.testing.assert_allclose(got.outputs, model.predict(pixels, verbose=0), atol=1e-5)
+    assert [got.top(i)[0][0] for i in range(len(paths))] == [
+        CLASSES[i] for i in model.predict(pixels, verbose=0).argmax(-1)]
+
+    keras.utils.set_random_seed(1)
+    image = keras.Input((8, 8, 3), name="image")  # no preprocessing inside: the client standardizes
+    bare = keras.Model(image, keras.layers.Dense(2, activation="softmax", name="p")(
+        keras.layers.GlobalAveragePooling2D()(image)), name="bare")
+    mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
+    out = zoo.deploy.export(bare, tmp_path / "bare", ["onnx"], latency_runs=0, isolate=False,
+                            class_names=["no", "yes"], input_meaning={"mean": mean, "std": std})
+    meta = zoo.deploy.load(out.result("onnx").path).metadata
+    assert meta.input["scale"] == "0-1" and "no preprocessing inside the model" in meta.description
+    got = zoo.predict(out.result("onnx").path, paths, progress=False)
+    expected = bare.predict((pixels / 255.0 - np.array(mean)) / np.array(std), verbose=0)
+    np.testing.assert_allclose(got.outputs, expected, atol=1e-5)

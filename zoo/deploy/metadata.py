@@ -184,7 +184,11 @@ def _input_from_model(model, signature=None) -> dict:
     (only, *more) = signature.inputs
     if not more and len(only.shape) == 3 and only.shape[-1] in (1, 3, 4) and None not in only.shape[:2] \
             and only.dtype.startswith("float"):
-        found.update(kind="image", image_size=list(only.shape[:2]), channels=int(only.shape[2]))
+        # Pixels 0-255 where the model rescales them itself; else 0-1, the convention `zoo predict` assumed for
+        # images without metadata. A caller's `input={"scale": ...}` (and mean/std) overrides it.
+        rescaled = any(p.startswith("Rescaling") for p in inside)
+        found.update(kind="image", image_size=list(only.shape[:2]), channels=int(only.shape[2]),
+                     scale="0-255" if rescaled else "0-1")
     else:
         found.update(kind="tensors", inputs=[{"name": t.name, "shape": [d for d in t.shape], "dtype": t.dtype}
                                              for t in signature.inputs])
