@@ -125,3 +125,18 @@ def test_zoo_predict_reads_image_files_as_the_metadata_says(exported, tmp_path):
     got = zoo.predict(out.result("onnx").path, paths, progress=False)
     expected = bare.predict((pixels / 255.0 - np.array(mean)) / np.array(std), verbose=0)
     np.testing.assert_allclose(got.outputs, expected, atol=1e-5)
+
+
+def test_cli_class_names_from_a_file_reach_the_artifact(tmp_path):
+    from zoo import cli
+
+    path = tmp_path / "tiny.keras"
+    _classifier().save(path)
+    labels = tmp_path / "labels.txt"
+    labels.write_text("cat\ndog\n\nbird\n")  # blank lines ignored
+    assert cli.main(["export", str(path), "--formats", "onnx", "--out", str(tmp_path / "out"),
+                     "--class-names", str(labels), "--latency-runs", "0"]) == 0
+    assert zoo.deploy.load(tmp_path / "out" / "tiny_float32.onnx").metadata.class_names == tuple(CLASSES)
+    assert cli.main(["export", str(path), "--formats", "onnx", "--out", str(tmp_path / "bad"),
+                     "--class-names", "a,b"]) == 2  # 2 names for 3 outputs: refused before any work
+    assert not (tmp_path / "bad").exists()

@@ -180,9 +180,11 @@ class _KerasRunner:
 
 
 def _keras_artifact(path, model):
-    first = model.inputs[0]
+    from zoo.deploy.trace import signature_of
+
+    first = signature_of(model).inputs[0]  # a subclassed model too, from the shapes it was built with
     return Artifact(path, "keras", metadata_lib.of_model(model), _KerasRunner(model), _KerasRunner.runtime,
-                    tuple(first.shape[1:]), str(first.dtype))
+                    first.shape, first.dtype)
 
 
 def _open_saved_model(path, meta, num_threads):
