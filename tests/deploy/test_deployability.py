@@ -45,15 +45,16 @@ def _cnn():
     return keras.Model(image, keras.layers.Dense(4, activation="softmax", name="predictions")(x), name="cnn")
 
 
-def _builtins_only_error(model) -> str:
-    """The TFLite converter, builtin ops only, on the model's dynamic-batch signature: its error text."""
+def _builtins_only_error(model, batch_size=None) -> str:
+    """The TFLite converter, builtin ops only, on the model's signature (dynamic or fixed batch): its error text."""
     import tensorflow as tf
 
     from zoo.deploy.signature import serving_fn
     from zoo.deploy.trace import signature_of
 
     signature = signature_of(model)
-    function = tf.function(serving_fn(model, signature), input_signature=signature.specs()).get_concrete_function()
+    function = tf.function(serving_fn(model, signature),
+                           input_signature=signature.specs(batch_size)).get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([function], model)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     try:
@@ -77,11 +78,13 @@ def _onnx_conversion_gaps(model, tmp_path) -> set:
     return set()
 
 
-def test_lstm_with_a_dynamic_batch_needs_flex_ops_in_its_lstm_layer():
+def test_lstm_with_a_dynamic_batch_needs_flex_ops_in_its_lstm_layer_and_the_batch_1_route_does_not():
     model = _lstm()
     report = zoo.deploy.check(model, FORMATS)
     tflite = report.result("tflite")
-    assert tflite.status == deployability.NEEDS_RUNTIME and not report.ok and report.exit_code == 1
+    # The dynamic-batch graph's gaps are named; zoo export's fixed_batch route converts with builtins.
+    assert tflite.status == deployability.RUNS_VIA_ROUTE and report.ok and report.exit_code == 0
+    assert "fixed_batch route" in tflite.route
     flagged = {g.op for g in tflite.gaps}
     assert {"TensorListReserve", "TensorListStack"} <= flagged, flagged
     assert all(g.layers == (("encoder", "LSTM"),) and g.needs for g in tflite.gaps), tflite.gaps
@@ -91,8 +94,19 @@ def test_lstm_with_a_dynamic_batch_needs_flex_ops_in_its_lstm_layer():
     assert rejected and rejected <= flagged, (rejected, flagged)
     assert report.result("saved_model").ok and report.result("onnx").ok and report.result("tfjs").ok
     text = report.table()
-    assert "TensorListReserve" in text and "'encoder' (LSTM)" in text and "--allow-flex" in text
-    assert "batch-1 graph" in text  # what zoo export does for RNNs instead
+    assert "TensorListReserve" in text and "'encoder' (LSTM)" in text and "Flex delegate" in text
+    assert "tflite through zoo export's route" in text
+    # The reference for the route: the converter, builtins only, on the batch-1 signature.
+    assert _builtins_only_error(model, batch_size=1) == ""
+
+
+def test_without_its_route_an_lstm_needs_flex_in_tflite(monkeypatch):
+    from zoo.deploy.formats import tflite as tflite_format
+
+    monkeypatch.setattr(tflite_format, "route_around", lambda traced: None)
+    report = zoo.deploy.check(_lstm(), ["tflite"])
+    assert report.result("tflite").status == deployability.NEEDS_RUNTIME and report.exit_code == 1
+    assert "--allow-flex" in report.table() and "batch-1 graph" in report.table()
 
 
 def test_string_splitting_is_flagged_for_onnx_as_the_real_conversion_fails(tmp_path):
@@ -133,12 +147,16 @@ def test_cli_check_exit_codes_and_output(tmp_path, capsys):
     path = tmp_path / "lstm.keras"
     _lstm().save(path)
     assert cli.main(["export", "--check", str(path), "--formats", "saved_model,tflite,onnx",
-                     "--out", str(tmp_path / "ci")]) == 1
+                     "--out", str(tmp_path / "ci")]) == 0  # TFLite runs it through zoo export's batch-1 route
     out = capsys.readouterr().out
-    assert "needs Flex" in out and "TensorListReserve" in out and "'encoder' (LSTM)" in out
+    assert "runs via route" in out and "TensorListReserve" in out and "'encoder' (LSTM)" in out
     assert sorted(p.name for p in (tmp_path / "ci").iterdir()) == ["check.json"]  # nothing converted
     written = json.loads((tmp_path / "ci" / "check.json").read_text())
-    assert not written["ok"] and written["results"][1]["status"] == "needs Flex"
+    assert written["ok"] and written["results"][1]["status"] == "runs via route"
+    text = tmp_path / "text.keras"
+    _text_model().save(text)
+    assert cli.main(["export", "--check", str(text), "--formats", "saved_model,onnx"]) == 1
+    assert "StringSplitV2" in capsys.readouterr().out
     ok = tmp_path / "cnn.keras"
     keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")], name="mlp").save(ok)
     assert cli.main(["export", "--check", str(ok), "--formats", "tflite,onnx,tfjs"]) == 0

@@ -17,8 +17,9 @@ def add(sub):
         help="export to SavedModel, TFLite, TF.js, ONNX and OpenVINO, verify each in its runtime, write a report",
         description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
                     "With --check, converts nothing: lists per format the ops (and their Keras layers) it cannot "
-                    "run, in seconds, and exits 0 if every format runs the model with its own ops, 1 if some "
-                    "cannot (or needs TFLite's Flex delegate), 2 on bad input. "
+                    "run, in seconds, and exits 0 if every format runs what zoo export would convert (the model, "
+                    "or its RNN route) with its own ops, 1 if some cannot (or needs TFLite's Flex delegate), 2 on "
+                    "bad input. "
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")

@@ -21,12 +21,15 @@ the export's own errors use.
 
 What a check cannot see, the export's verification does: an op a runtime has but fails on at run
 time (tfjs's TensorList ops on RNNs returning sequences), a handler that rejects a node's attributes,
-numeric differences. Recurrent models are checked as traced, with a dynamic batch; `zoo export`
-then tries its RNN routes (a batch-1 or an unrolled graph), which the report notes.
+numeric differences. Recurrent models are checked as traced, with a dynamic batch, and the ops that
+graph would need are named; where the format's export has a route around them (TFLite's batch-1 graph
+for RNNs, `route_around` in the format module), that route is converted too, and the format is
+`runs via route`, saying so.
 
-`zoo export --check MODEL` prints `table()` and exits 0 when every format runs the model with its
-own ops, 1 when some format cannot (or needs an extra runtime such as TFLite's Flex delegate, or
-could not be checked), 2 on bad input: a CI job fails before a long conversion would.
+`zoo export --check MODEL` prints `table()` and exits 0 when every format runs what `zoo export`
+would convert (the traced graph, or its route) with its own ops; 1 when some format cannot, needs an
+extra runtime such as TFLite's Flex delegate, or could not be checked; 2 on bad input: a CI job fails
+before a long conversion would.
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ import time
 from zoo.deploy.diagnose import OpGap, advice, layer_of
 
 RUNS = "runs"
+RUNS_VIA_ROUTE = "runs via route"  # the traced graph does not, the graph zoo export converts does (RNNs in TFLite)
 NEEDS_RUNTIME = "needs Flex"  # every op it lacks runs through an extra runtime (TFLite's Flex delegate)
 CANNOT_RUN = "cannot run"
 NOT_CHECKED = "not checked"
-STATUSES = (RUNS, NEEDS_RUNTIME, CANNOT_RUN, NOT_CHECKED)
+STATUSES = (RUNS, RUNS_VIA_ROUTE, NEEDS_RUNTIME, CANNOT_RUN, NOT_CHECKED)
 
 ROUTE_NOTES = {  # formats whose export has routes for recurrent models that the traced graph does not show
     "tflite": "zoo export converts RNN layers through a batch-1 graph, else an unrolled one with a fixed sequence "
@@ -79,6 +83,7 @@ class FormatCheck:
     advice: str = ""
     notes: list[str] = dataclasses.field(default_factory=list)
     error: str | None = None  # the check itself failed (a converter crash): the format's status is unknown
+    route: str | None = None  # the export's route that avoids the gaps (checked), e.g. TFLite's batch-1 graph
 
     @property
     def status(self) -> str:
@@ -86,11 +91,14 @@ class FormatCheck:
             return NOT_CHECKED
         if not self.gaps:
             return RUNS
+        if self.route:
+            return RUNS_VIA_ROUTE
         return NEEDS_RUNTIME if all(g.needs for g in self.gaps) else CANNOT_RUN
 
     @property
     def ok(self) -> bool:
-        return self.status == RUNS
+        """The format runs what `zoo export` would convert, with its own ops."""
+        return self.status in (RUNS, RUNS_VIA_ROUTE)
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "status": self.status, "ok": self.ok}
@@ -111,7 +119,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """`zoo export --check`'s: 0 when every format runs the model with its own ops, else 1."""
+        """`zoo export --check`'s: 0 when every format runs what `zoo export` converts with its own ops, else 1."""
         return 0 if self.ok else 1
 
     def result(self, format: str) -> FormatCheck:
@@ -132,7 +140,7 @@ class CheckReport:
         m = self.model
         lines = [f"{m['name']} ({m['class']}): inputs {m['inputs']}; traced from {m['traced_from']} in "
                  f"{self.trace_s:.1f} s", ""]
-        rows = [("format", "status", "check s", "ops it cannot run (Keras layers)")]
+        rows = [("format", "status", "check s", "ops it cannot run as traced (Keras layers)")]
         for r in self.results:
             what = "; ".join(g.describe() for g in r.gaps) if r.gaps else (r.error or "")
             rows.append((r.format, r.status, f"{r.seconds:.2f}", what))
@@ -146,13 +154,18 @@ class CheckReport:
                     needs.setdefault(gap.needs, []).append(gap.op)
             for what, ops in needs.items():
                 lines.append(f"{r.format}: {', '.join(ops)} run{'s' if len(ops) == 1 else ''} only with {what}.")
-            if r.advice:
+            if r.route:
+                lines.append(f"{r.format}: {r.route}.")
+            elif r.advice:
                 lines.append(f"{r.format}: {r.advice}")
             for note in r.notes:
                 lines.append(f"{r.format}: note: {note}")
         bad = [r.format for r in self.results if not r.ok]
-        lines.append(f"checked in {self.wall_s:.1f} s; "
-                     + ("every format runs the model" if not bad else f"not runnable as is: {', '.join(bad)}"))
+        routed = [r.format for r in self.results if r.status == RUNS_VIA_ROUTE]
+        verdict = "every format runs the model" if not bad else f"not runnable as is: {', '.join(bad)}"
+        if routed:
+            verdict += f" ({', '.join(routed)} through zoo export's route)"
+        lines.append(f"checked in {self.wall_s:.1f} s; {verdict}")
         return "\n".join(lines)
 
 
@@ -185,18 +198,19 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
         model = model_io.load_model_file(os.fspath(model), allow_unsafe_ops=parse_allow(allow_unsafe_ops),
                                          unsafe_deserialization=unsafe_deserialization)
     signature = signature_of(model, input_signature=input_signature, sample=sample)
-    traced = trace_graph(model, signature, {"opset": opset} if opset is not None else {})
+    recurrent = bool(model_io.recurrent_layers(model))
+    traced = trace_graph(model, signature, {"opset": opset} if opset is not None else {}, recurrent=recurrent)
     trace_s = time.perf_counter() - t_start
     layers = model_io.layer_classes(model)
-    recurrent = bool(model_io.recurrent_layers(model))
     results = [_check_format(f, traced, layers, recurrent) for f in fmts]
     facts = {"name": model.name, "class": type(model).__name__, "inputs": signature.describe(),
              "traced_from": describe_source(signature)}
     return CheckReport(facts, results, trace_s, time.perf_counter() - t_start)
 
 
-def trace_graph(model, signature, options: dict):
-    """The model's serving function, traced once, and its frozen graph (`formats.base.TracedGraph`)."""
+def trace_graph(model, signature, options: dict, batch_size: int | None = None, recurrent: bool = False):
+    """The model's serving function, traced once (batch axis dynamic, or `batch_size`), and its frozen graph
+    (`formats.base.TracedGraph`); `retrace(n)` traces it again with a batch of n (TFLite's RNN route)."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
@@ -205,11 +219,12 @@ def trace_graph(model, signature, options: dict):
     from zoo.deploy.signature import serving_fn
 
     with portable_layers(model):
-        function = tf.function(serving_fn(model, signature), input_signature=signature.specs())
+        function = tf.function(serving_fn(model, signature), input_signature=signature.specs(batch_size))
         concrete = function.get_concrete_function()
     frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False, aggressive_inlining=True)
     return TracedGraph(model=model, concrete_function=concrete, graph_def=frozen.graph.as_graph_def(),
-                       options=options)
+                       options=options, recurrent=recurrent,
+                       retrace=lambda n: trace_graph(model, signature, options, n, recurrent))
 
 
 def _check_format(fmt, traced, layers: dict[str, str], recurrent: bool) -> FormatCheck:
@@ -229,11 +244,19 @@ def _check_format(fmt, traced, layers: dict[str, str], recurrent: bool) -> Forma
         result.gaps.append(Gap(gap.op, len(gap.nodes), tuple((n, layers[n]) for n in found), gap.needs))
     if result.gaps:
         text = advice(fmt.name, by_op, layers)
-        if result.status == NEEDS_RUNTIME:
+        if all(g.needs for g in result.gaps):
             text = (f"Export with allow_flex=True (--allow-flex) and link the Flex delegate into the app; or: "
                     f"{text}")
         result.advice = text
-        if recurrent and fmt.name in ROUTE_NOTES:
+        route_around = getattr(importlib.import_module(fmt.module), "route_around", None)
+        if route_around is not None:
+            t1 = time.perf_counter()
+            try:
+                result.route = route_around(traced)
+            except Exception as e:  # the route's own failure: the gaps stand, and the note says why
+                result.notes.append(f"checking zoo export's route failed: {type(e).__name__}: {_first_line(e)}")
+            result.seconds += time.perf_counter() - t1
+        if recurrent and fmt.name in ROUTE_NOTES and not result.route:
             result.notes.append(ROUTE_NOTES[fmt.name])
     return result
 

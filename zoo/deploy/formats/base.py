@@ -12,6 +12,9 @@ A format module `zoo/deploy/formats/<name>.py` declares itself and defines two f
     unsupported_ops(traced: TracedGraph) -> list[zoo.deploy.diagnose.OpGap]
         the ops of the model's graph the format cannot run, found in seconds without converting
         where the format's op set is known (`zoo export --check`, `zoo.deploy.deployability`)
+    route_around(traced: TracedGraph) -> str | None  (optional)
+        where `convert` has a route the traced graph does not show (TFLite's batch-1 graph for RNNs):
+        a note if that route runs with the format's own ops, else None
 
 Export runs both inside the crash-isolated process (`zoo.deploy.isolation`), so a converter
 or runtime that segfaults only fails its own target; the benchmarks call `open_runner` directly.
@@ -263,6 +266,8 @@ class TracedGraph:
     concrete_function: object
     graph_def: object
     options: dict = dataclasses.field(default_factory=dict)  # format options given, e.g. {"opset": 17}
+    recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers (formats with RNN routes)
+    retrace: object = None  # batch_size -> the same model traced with that fixed batch (a TracedGraph)
 
 
 def unrolled_note(example_shape: tuple) -> str:

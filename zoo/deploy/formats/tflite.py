@@ -239,6 +239,17 @@ def unsupported_ops(traced) -> list[OpGap]:
     return gaps
 
 
+def route_around(traced) -> str | None:
+    """For an RNN model: whether `convert`'s `fixed_batch` route (the batch axis fixed to 1, so the loop's
+    TensorLists are static and lower to builtins) needs no Flex or custom op, by converting that graph."""
+    if not traced.recurrent or traced.retrace is None:
+        return None
+    if unsupported_ops(traced.retrace(1)):
+        return None
+    return ("zoo export's fixed_batch route (batch axis fixed to 1) converts it with builtin ops only: "
+            "checked by converting that graph")
+
+
 def non_builtin_ops(flatbuffer: bytes) -> dict[str, list[str]]:
     """custom op code (`Flex<Op>` or a custom op's name) -> the names of the tensors its operators output,
     over every subgraph (loop bodies too)."""
