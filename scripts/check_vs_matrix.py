@@ -5,9 +5,10 @@ The reference is the committed export matrix (`zoo/deploy/export_matrix.json`, w
 `scripts/export_matrix.py`: each architecture converted and verified in every runtime). For each
 model and format the check's verdict is compared with the export's status:
 
-- agree: the check says the format runs the model and the export passed (or neither);
-- route: the check flags the dynamic-batch graph of a recurrent model for a format whose export
-  passed through its RNN route (TFLite's batch-1 or unrolled graph), which the check notes;
+- agree: the check says the format runs what the export converts (`runs`, or `runs via route` where
+  it converted the export's RNN route too) and the export passed, or neither;
+- route: the check flags a recurrent model for a format whose export passed through a route the
+  check does not convert (TFLite's unrolled graph), which the check notes;
 - disagree: anything else (a false alarm or a miss).
 
 Writes results/deployability/check_vs_export_matrix.{json,md} with the check's wall time per model.
@@ -92,12 +93,14 @@ def main(argv=None) -> int:
 
 def _markdown(p: dict) -> str:
     formats = list(dict.fromkeys(f for row in p["rows"] for f in row["formats"]))
-    lines = ["# `zoo export --check` against the real exports", "",
-             "Each registered architecture (small input, untrained) checked by `zoo.deploy.check` and compared with "
-             "its status in `zoo/deploy/export_matrix.json` (converted and verified in every runtime). "
-             "*route*: the check flags the dynamic-batch RNN graph; the export passed through its RNN route. "
+    intro = ("Each registered architecture (small input, untrained) checked by `zoo.deploy.check` and compared "
+             "with its status in `zoo/deploy/export_matrix.json` (converted and verified in every runtime). Cells: "
+             "check / export. *runs via route*: the dynamic-batch RNN graph needs Flex in TFLite, and the check "
+             "converted zoo export's batch-1 route with builtins only. "
              f"Produced by `python scripts/check_vs_matrix.py` on {p['cpu']} ({p['cores']} cores), load average "
-             f"{p['load_before'][0]:.1f} before and {p['load_after'][0]:.1f} after (other work shared the machine).", "",
+             f"{p['load_before'][0]:.1f} before and {p['load_after'][0]:.1f} after (other work shared the machine); "
+             "check s includes the trace (trace s) and, for TFLite, one conversion, which grows with the weights.")
+    lines = ["# `zoo export --check` against the real exports", "", intro, "",
              "Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(p["counts"].items())) + ".", "",
              "| model | params | check s (trace s) | " + " | ".join(formats) + " |",
              "|---|---|---|" + "---|" * len(formats)]

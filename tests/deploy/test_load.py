@@ -81,7 +81,9 @@ def test_damaged_artifacts_name_the_file_and_what_is_wrong(exported, tmp_path):
     _, _, report = exported
     paths = {r.format: r.path for r in report.results}
     truncated = tmp_path / "cut.tflite"
-    truncated.write_bytes(open(paths["tflite"], "rb").read()[:100])
+    from pathlib import Path
+
+    truncated.write_bytes(Path(paths["tflite"]).read_bytes()[:100])
     with pytest.raises(ArtifactError, match=r"cut\.tflite.*damaged or incomplete"):
         zoo.deploy.load(truncated)
     garbage = tmp_path / "junk.onnx"

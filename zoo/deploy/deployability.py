@@ -138,8 +138,9 @@ class CheckReport:
     def table(self) -> str:
         """The plain-text report `zoo export --check` prints."""
         m = self.model
-        lines = [f"{m['name']} ({m['class']}): inputs {m['inputs']}; traced from {m['traced_from']} in "
-                 f"{self.trace_s:.1f} s", ""]
+        header = (f"{m['name']} ({m['class']}): inputs {m['inputs']}; traced from {m['traced_from']} in "
+                  f"{self.trace_s:.1f} s")
+        lines = [header, ""]
         rows = [("format", "status", "check s", "ops it cannot run as traced (Keras layers)")]
         for r in self.results:
             what = "; ".join(g.describe() for g in r.gaps) if r.gaps else (r.error or "")
