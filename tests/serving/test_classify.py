@@ -127,3 +127,15 @@ def test_rest_classify_answers_as_tf_serving_with_the_same_scores(served):
     assert r.status_code == 400 and "Expected classification signature method_name" in r.json()["error"]
     r = httpx.post(url, json={"instances": [1]}, timeout=30)
     assert r.status_code == 400 and "examples" in r.json()["error"]
+
+
+def test_zoo_client_classifies_over_grpc_and_rest(served):
+    from zoo.deploy.serving import Client
+
+    model, x, _, _, server = served
+    expected = model.predict(x[:2], verbose=0)
+    for url in (server.grpc_target, server.rest_url):
+        with Client(url) as client:
+            rows = client.classify([{"image": image} for image in x[:2]], model="tiny")
+        assert [[label for label, _ in row] for row in rows] == [CLASSES, CLASSES], url
+        np.testing.assert_allclose([[score for _, score in row] for row in rows], expected, atol=1e-6, err_msg=url)
