@@ -58,6 +58,13 @@ def test_each_format_carries_the_names_where_its_own_tools_read_them(exported):
 
     props = {p.key: p.value for p in onnx.load(paths["onnx"]).metadata_props}
     assert json.loads(props[metadata.KEY])["class_names"] == CLASSES
+    from ai_edge_litert import schema_py_generated as schema  # LiteRT's own flatbuffer schema
+
+    flatbuffer = schema.Model.GetRootAs(Path(paths["tflite"]).read_bytes(), 0)
+    entries = {flatbuffer.Metadata(i).Name().decode(): flatbuffer.Metadata(i).Buffer()
+               for i in range(flatbuffer.MetadataLength())}
+    stored = flatbuffer.Buffers(entries[metadata.KEY]).DataAsNumpy().tobytes()
+    assert json.loads(stored)["class_names"] == CLASSES
     spec = json.loads((Path(paths["tfjs"]) / "model.json").read_text())
     assert spec["userDefinedMetadata"][metadata.KEY]["class_names"] == CLASSES
     if "openvino" in paths:
