@@ -133,7 +133,7 @@ def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_des
                             "or was not written by zoo.") from None
     try:
         return globals()[f"_open_{kind}"](path, meta, num_threads)
-    except ZooError:
+    except (ZooError, ImportError):  # ours already say what is wrong; a runtime not installed says what to install
         raise
     except Exception as e:  # the runtime refuses the file: a truncated or corrupt artifact
         raise ArtifactError(f"{path}: the {kind} runtime cannot open it ({_what(e)}); the artifact is damaged or "
