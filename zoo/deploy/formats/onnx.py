@@ -54,6 +54,13 @@ def _float_proto(job: Job):
     return proto, erfc
 
 
+def unsupported_ops(traced) -> list:
+    """The graph's ops tf2onnx has no handler for at the opset (`onnx_convert.unsupported_tf_ops`)."""
+    from zoo.deploy.formats.onnx_convert import unsupported_tf_ops
+
+    return unsupported_tf_ops(traced.graph_def, traced.options.get("opset") or FORMAT.option("opset").default)
+
+
 def convert(job: Job) -> Converted:
     from zoo.deploy.ptq import onnx_static
     precision, options = job.target.variant, job.target.options
