@@ -97,7 +97,9 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
             response["warnings"] = warnings
         return response
 
-    async def predict_call(request: Request, name, version, label) -> Response:
+    async def call(request: Request, name, version, label, run, what: str) -> Response:
+        """One admitted request: read the body, resolve the servable, `run(servable, body, ticket, deadline)`
+        in a worker thread, all within the request deadline."""
         ticket = admission.enter()
         deadline = time.monotonic() + limits.request_timeout_s
         try:
@@ -106,14 +108,16 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
                 servable = store.resolve(name, version, label)
                 # abandon_on_cancel: at the deadline the client gets its 504 at once; the thread finishes its
                 # run (TensorFlow cannot stop one) and only then frees its slot.
-                return _json(await anyio.to_thread.run_sync(predict, servable, body, ticket, deadline,
+                return _json(await anyio.to_thread.run_sync(run, servable, body, ticket, deadline,
                                                             abandon_on_cancel=True, limiter=threads))
         except TimeoutError:
-            raise admission.expire(limits.request_timeout_s, "reading the request or running the prediction") \
-                from None
+            raise admission.expire(limits.request_timeout_s, f"reading the request or running the {what}") from None
         finally:
             if not ticket.started:
                 ticket.close()
+
+    async def predict_call(request: Request, name, version, label) -> Response:
+        return await call(request, name, version, label, predict, "prediction")
 
     def run_classify(servable, body: bytes, ticket, deadline: float) -> dict:
         with admission.slot(ticket, deadline):
@@ -128,20 +132,7 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
         return classify.result_json(response)
 
     async def classify_call(request: Request, name, version, label) -> Response:
-        ticket = admission.enter()
-        deadline = time.monotonic() + limits.request_timeout_s
-        try:
-            with anyio.fail_after(limits.request_timeout_s):
-                body = await _read_body(request, limits.max_request_bytes)
-                servable = store.resolve(name, version, label)
-                return _json(await anyio.to_thread.run_sync(run_classify, servable, body, ticket, deadline,
-                                                            abandon_on_cancel=True, limiter=threads))
-        except TimeoutError:
-            raise admission.expire(limits.request_timeout_s, "reading the request or running the classification") \
-                from None
-        finally:
-            if not ticket.started:
-                ticket.close()
+        return await call(request, name, version, label, run_classify, "classification")
 
     async def models(request: Request) -> Response:
         m = _PATH.match(request.path_params["path"])
