@@ -7,7 +7,7 @@ import numpy as np
 
 from zoo.benchmarks import compat
 
-CELLS = (("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"))
+CELLS = (("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"), ("openvino", "float32"))
 
 
 def _normalizing_cnn():
@@ -36,7 +36,7 @@ def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeyp
     assert cnn["onnx[float32]"]["max_abs_diff"] <= 1e-4 and cnn["onnx[float32]"]["size_bytes"] > 0
     # Trained on the tinted-image task before export, so int8 agreement is about real decisions.
     assert data["models"]["tiny_cnn"]["held_out_accuracy"] >= 0.9 and cnn["tflite[int8]"]["accuracy"] >= 0.9
-    assert cnn["tflite[int8]"]["argmax_agreement"] >= 0.99
+    assert cnn["tflite[int8]"]["argmax_agreement"] >= 0.99 and cnn["openvino[float32]"]["max_abs_diff"] <= 1e-4
     assert "tflite[int8]" not in text  # no class decision: float32 cells only
     assert text["saved_model[float32]"]["status"] == "passed", text["saved_model[float32]"]
     assert text["onnx[float32]"]["status"] == "export_failed"
@@ -63,3 +63,32 @@ def test_every_keras_applications_family_is_in_the_default_matrix():
     assert expected <= families
     for c in [*compat.APPLICATIONS, *compat.MORE_APPLICATIONS]:
         assert hasattr(k.applications, c.name), c.name
+
+
+def test_matrix_cells_are_every_format_in_float32_and_its_declared_int8():
+    from zoo.deploy.formats import FORMATS
+
+    cells = compat.matrix_cells()
+    assert [f for f, p in cells if p == "float32"] == list(FORMATS)
+    assert {f for f, p in cells if p == "int8"} == {f.name for f in FORMATS.values() if "int8" in (f.precisions or {})}
+    assert {"tflite", "onnx", "openvino"} <= {f for f, p in cells if p == "int8"}
+
+
+def test_export_groups_write_exactly_the_cells_asked():
+    cells = [("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"), ("onnx", "int8"),
+             ("openvino", "float32"), ("tfjs", "float32")]
+    assert compat.export_groups(cells) == [(["saved_model", "openvino", "tfjs"], ("float32",)), (["tflite"], ("int8",)),
+                                           (["onnx"], ("float32", "int8"))]
+    assert compat.export_groups([("tfjs", "float32")]) == [(["tfjs"], ())]
+
+
+def test_failure_reasons_say_why_and_what_to_do():
+    row = {"keras_accuracy": 0.9, "held_out_accuracy": 0.94, "train_epochs": 10,
+           "cells": {"onnx[float32]": {"status": "passed"}}}
+    int8 = {"status": "failed_verification", "argmax_agreement": 0.97, "accuracy": 0.88, "max_abs_diff": 0.6,
+            "error": "argmax agreement 97.00% < 99%"}
+    why = compat.failure_reason("onnx[int8]", int8, row)
+    assert "97%" in why and "90%" in why and "88%" in why and "float32 passes" in why
+    assert "max_accuracy_drop" in why and "--qat-from" in why
+    error = "UnsupportedOpsError: TFLite cannot run 1 op type(s): StringSplitV2 x1 in 'vectorize' (TextVectorization)."
+    assert compat.failure_reason("tflite[float32]", {"status": "export_failed", "error": error}, row) == error

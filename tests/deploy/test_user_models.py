@@ -271,6 +271,20 @@ def test_exact_gelu_and_grouped_convolution_in_tfjs_and_onnx(tmp_path):
     assert any("Erfc" in n for n in tfjs.notes)
 
 
+def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path):
+    """MobileNetV3's activation: with a bias before it, oneDNN's grappler fuses it into the convolution
+    as `_FusedHardSwish`, which no tfjs backend runs; the export writes it out again."""
+    keras.utils.set_random_seed(0)
+    image = keras.Input((8, 8, 3), name="image")
+    x = keras.layers.Activation("hard_swish")(keras.layers.Conv2D(4, 3, padding="same", name="conv")(image))
+    model = keras.Model(image, keras.layers.Dense(3, name="predictions")(keras.layers.GlobalAveragePooling2D()(x)))
+    model.get_layer("conv").bias.assign(np.linspace(-2, 2, 4))  # a trained BatchNormalization folds to such a bias
+    x = {"image": _rng_inputs({"image": (8, 8, 3)})["image"] * 6 - 3}
+    report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, isolate=False)
+    _check_every_artifact(report, model, x, ["predictions"])
+    assert any("hard swish" in n for n in report.results[0].notes), report.results[0].notes
+
+
 def test_layer_of_finds_the_innermost_keras_layer_scope():
     layers = {"convnext_tiny": "Functional", "stage_2_gelu": "Activation", "dense": "Dense"}
     assert layer_of("StatefulPartitionedCall/convnext_tiny_1/stage_2_gelu_1/Gelu/Erfc", layers) == "stage_2_gelu"

@@ -2,10 +2,11 @@
 backbones built from a config) x format x precision, each cell verified in its runtime.
 
 Each model is built without pretrained weights (no download here; what a converter sees is the
-graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`:
-SavedModel, TFLite float32 and full int8, TF.js and ONNX. A cell records the status, the max abs
-diff to Keras (float32 cells) or the argmax agreement (int8), the artifact size and, when it
-fails, the reason.
+graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`
+to every format of `zoo.deploy.formats` in float32 and, where the format offers it, full int8
+(`matrix_cells`: derived from the formats' declarations, so a new format or precision joins the
+matrix without a line here). A cell records the status, the max abs diff to Keras (float32 cells)
+or the argmax agreement (int8), the artifact size and, when it fails, the reason.
 
 int8 needs decisions worth agreeing on. An untrained network gives near-ties that any rounding
 flips, or one class for everything: neither says anything about the conversion (measured on
@@ -14,8 +15,9 @@ by ridge regression on the frozen random backbone: 31% in int8, at chance: the u
 leave the deciding signal far below the range int8 has to cover). So a keras.applications
 model is built with a 3-class head and trained briefly (`train_decisive`: Adam, BatchNorm momentum
 0.5, until 99% accuracy on held-out images or 10 epochs of 256) on a task with a clear answer:
-which colour channel of an image is brighter by 100 (`tinted_images`). VGG does not learn it at
-lr 1e-3 in that budget and gets a second build at 1e-4. Evaluation (100 images) and int8
+which colour channel of an image is brighter by 100 (`tinted_images`), given to the model as its
+family's `preprocess_input` prepares images (`preprocessing`). VGG does not learn it at lr 1e-3 in
+that budget and gets a second build at 1e-4. Evaluation (100 images) and int8
 calibration use fresh images of that task; the row records Keras's accuracy on them. A keras-hub
 backbone has no head: its cells are float32 only.
 """
@@ -34,8 +36,19 @@ import numpy as np
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results" / "compat"
-CELLS = (("saved_model", "float32"), ("tflite", "float32"), ("tflite", "int8"), ("tfjs", "float32"),
-         ("onnx", "float32"))
+MATRIX_PRECISIONS = ("float32", "int8")  # float16 and dynamic_int8 sit between these two in every format
+
+
+def matrix_cells(precisions=MATRIX_PRECISIONS) -> tuple[tuple[str, str], ...]:
+    """(format, precision) for every format, in `zoo.deploy.formats.MODULES` order: float32, and each
+    other of `precisions` the format declares (`Format.precisions`)."""
+    from zoo.deploy.formats import FORMATS
+
+    return tuple((f.name, p) for f in FORMATS.values() for p in precisions
+                 if p == "float32" or p in (f.precisions or {}))
+
+
+CELLS = matrix_cells()
 EVAL_SAMPLES = 100
 CALIBRATION_SAMPLES = 100
 
@@ -73,13 +86,38 @@ def tinted_images(n: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     return rng.random((n, size, size, 3), dtype=np.float32) * 155 + tint, labels
 
 
+def preprocessing(candidate: Candidate) -> str | None:
+    """The keras.applications module whose `preprocess_input` turns [0, 255] images into what the
+    candidate expects (e.g. "resnet": caffe's BGR mean subtraction; "mobilenet": [-1, 1]; for the
+    families with preprocessing inside the model, such as "efficientnet", it passes them through);
+    None for a model that is not from keras.applications. Read from the builder's own module.
+
+    Raw pixels are no input for every family: MobileNet V1 and V2 saturate their ReLU6s on them and
+    never learn the task (measured: 43% and 50% held-out accuracy after 10 epochs, at chance).
+    """
+    if candidate.source != "keras.applications":
+        return None
+    import keras
+
+    return getattr(keras.applications, candidate.name).__module__.rsplit(".", 1)[-1]
+
+
+def prepared_images(candidate: Candidate, n: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`tinted_images` as the candidate takes them (`preprocessing`)."""
+    import keras
+
+    x, y = tinted_images(n, size, seed)
+    module = preprocessing(candidate)
+    return (getattr(keras.applications, module).preprocess_input(x) if module else x), y
+
+
 def train_decisive(candidate: Candidate, size: int, target: float = 0.99, epochs: int = 10):
     """(model, facts): the candidate built and trained on `tinted_images` until `target` accuracy on
     held-out images, at lr 1e-3, else rebuilt and trained at 1e-4; facts say how it went."""
     import keras
 
-    x, y = tinted_images(256, size, 2)
-    held_x, held_y = tinted_images(100, size, 3)
+    x, y = prepared_images(candidate, 256, size, 2)
+    held_x, held_y = prepared_images(candidate, 100, size, 3)
     facts = {}
     for lr in (1e-3, 1e-4):
         keras.utils.set_random_seed(0)
@@ -203,44 +241,72 @@ def _inputs(model, n: int, seed: int):
     return out
 
 
+def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
+    """[(formats, precisions)]: the exports that write exactly `cells` (format, precision).
+
+    `precision` is one option shared by the formats that take it, so formats asked for the same
+    precisions go in one export; a format without precisions (SavedModel, TF.js) joins the float32
+    export. `precisions` is () for an export of such formats alone.
+    """
+    from zoo.deploy.formats import FORMATS
+
+    asked: dict[str, list[str]] = {}
+    for fmt, precision in cells:
+        asked.setdefault(fmt, []).append(precision)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for fmt, precisions in asked.items():
+        groups.setdefault(tuple(precisions) if FORMATS[fmt].option("precision") else ("float32",), []).append(fmt)
+    return [(formats, precisions if any(FORMATS[f].option("precision") for f in formats) else ())
+            for precisions, formats in groups.items()]
+
+
 def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) -> dict:
     """Exports one model to the given cells; returns its row: facts and one dict per cell."""
     import keras
 
     from zoo.deploy.exporter import export
+    from zoo.deploy.formats import FORMATS
 
     keras.utils.set_random_seed(0)
     t0 = time.perf_counter()
     row = {"family": candidate.family, "source": candidate.source, "input": candidate.input_note, "cells": {}}
+    cells = applicable(candidate, cells)
+    for fmt, precision in [c for c in cells if FORMATS[c[0]].missing]:  # an optional runtime not installed
+        row["cells"][_cell_key(fmt, precision)] = {
+            "status": "export_failed", "error": f"not installed: pip install 'zoo[{FORMATS[fmt].extra}]'"}
+    cells = [c for c in cells if not FORMATS[c[0]].missing]
+    if not cells:
+        return row
     try:
         model = candidate.build()
         row["params"] = int(model.count_params())
-        cells = applicable(candidate, cells)
-        formats = sorted({f for f, _ in cells}, key=[c[0] for c in CELLS].index)
-        # `precision` is one option shared by the formats offering precisions: ask for every precision of
-        # the cells; each format writes those it offers, and only the cells asked for are kept.
-        quantization = sorted({p for f, p in cells if f not in ("saved_model", "tfjs")})
-        options = {"precision": quantization} if quantization else {}
+        description, representative = "random inputs", None
         if candidate.classifier:
             size = model.inputs[0].shape[1]
             model, facts = train_decisive(candidate, size)
             row.update(facts)
-            test_data = tinted_images(EVAL_SAMPLES, size, 0)
-            description = (f"tinted random images (which channel is brighter), after {facts['train_epochs']} "
-                           f"epoch(s) of training at lr {facts['train_lr']:g}")
-            if "int8" in quantization:
-                options["representative_data"] = tinted_images(CALIBRATION_SAMPLES, size, 1)[0]
+            module = preprocessing(candidate)
+            row["preprocess"] = f"keras.applications.{module}.preprocess_input" if module else None
+            test_data = prepared_images(candidate, EVAL_SAMPLES, size, 0)
+            description = ("tinted random images (which channel is brighter)"
+                           + (f" through {module}.preprocess_input" if module else "")
+                           + f", after {facts['train_epochs']} epoch(s) of training at lr {facts['train_lr']:g}")
+            representative = prepared_images(candidate, CALIBRATION_SAMPLES, size, 1)[0]
         else:
             test_data = _inputs(model, EVAL_SAMPLES, 0)
-            description = "random inputs"
-        report = export(model, out_dir / candidate.name, formats, test_data=test_data, latency_runs=0,
-                        data_description=description, process=process, **options)
+        reports = []
+        for i, (formats, precisions) in enumerate(export_groups(cells)):
+            options = {"precision": list(precisions)} if precisions else {}
+            if "int8" in precisions:
+                options["representative_data"] = representative
+            reports.append(export(model, out_dir / candidate.name / str(i), formats, test_data=test_data,
+                                  latency_runs=0, data_description=description, process=process, **options))
     except Exception as e:  # the model itself could not be built or traced: every cell says why
         reason = f"{type(e).__name__}: {e}"[:600]
-        row["cells"] = {_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells}
+        row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
         row["seconds"] = round(time.perf_counter() - t0, 1)
         return row
-    for r in report.results:
+    for r in (r for report in reports for r in report.results):
         v = r.verification
         cell = {"status": r.status, "size_bytes": r.size_bytes, "route": r.route, "notes": r.notes or None,
                 "error": r.error, "export_s": round(r.export_s, 1)}
@@ -248,15 +314,26 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
             cell.update(max_abs_diff=v.max_abs_diff, argmax_agreement=v.argmax_agreement, accuracy=v.accuracy)
         if r.attempts:
             cell["attempts"] = [dataclasses.asdict(a) for a in r.attempts]
-        if (r.format, r.variant or "float32") not in cells:
-            continue
-        row["cells"][r.label] = {
-            k: v for k, v in cell.items() if v is not None}
+        row["cells"][r.label] = {k: v for k, v in cell.items() if v is not None}
+    report = reports[0]
     row["traced_from"] = report.model.get("traced_from")
     row["keras_accuracy"] = report.keras.accuracy
     row["data"] = report.data.get("eval")
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return json.loads(json.dumps(row).replace(str(out_dir), "<out>"))
+
+
+def versions() -> dict:
+    """The export stack's versions (`zoo.deploy.report.package_versions`) and keras-hub's."""
+    import importlib.metadata
+
+    from zoo.deploy.report import package_versions
+
+    try:
+        hub = importlib.metadata.version("keras-hub")
+    except importlib.metadata.PackageNotFoundError:
+        hub = None
+    return {**package_versions(), "keras-hub": hub}
 
 
 def load(path: Path) -> dict:
@@ -288,7 +365,6 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     import tempfile
 
     from zoo.deploy.isolation import ConversionProcess
-    from zoo.deploy.report import package_versions
 
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json") if resume else {"models": {}}
@@ -308,7 +384,7 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=package_versions(), cells=[_cell_key(*c) for c in CELLS])
+                        versions=versions(), cells=[_cell_key(*c) for c in cells])
             save(data, results_dir)
             if progress:
                 progress(f"{candidate.name} ({row['seconds']} s): "
@@ -347,6 +423,31 @@ def _cell_text(cell: dict | None) -> str:
     return f"{mark} {figure}{size}".strip()
 
 
+INT8_REMEDIES = ("`max_accuracy_drop=` (`--max-accuracy-drop`) keeps the layers whose quantization costs most in "
+                 "float, quantization-aware training (`zoo train --qat-from`) learns ranges that hold, or float16 "
+                 "keeps the decisions")
+
+
+def failure_reason(key: str, cell: dict, row: dict) -> str:
+    """Why a cell failed and what a user can do, from what the run measured and the export's error
+    (which, for an op a format cannot hold, already names the op, the layer and a way out)."""
+    error = cell.get("error") or ""
+    if cell["status"] != "failed_verification":
+        return error
+    fmt = key.split("[")[0]
+    if "int8" in key and cell.get("argmax_agreement") is not None:
+        trained = (f"; the model reached {row['held_out_accuracy']:.0%} on the task in {row['train_epochs']} epoch(s), "
+                   "so some of its decisions are near-ties" if row.get("held_out_accuracy", 1) < 0.99 else "")
+        return (f"{fmt} post-training int8 agrees with Keras on {cell['argmax_agreement']:.0%} of the images "
+                f"(criterion 99%): Keras's accuracy {row.get('keras_accuracy', 0):.0%}, int8's "
+                f"{cell.get('accuracy', 0):.0%}; int8 moves the softmax by up to {cell.get('max_abs_diff', 0):.2f}"
+                f"{trained}."
+                + (f" Its {fmt} float32 passes: the graph converts right, int8 is too coarse for these decisions."
+                   if row["cells"].get(f"{fmt}[float32]", {}).get("status") == "passed" else "")
+                + f" What to do: {INT8_REMEDIES}.")
+    return f"{error}: the {fmt} runtime computes a different function than Keras. Use another format; report it."
+
+
 def markdown(data: dict) -> str:
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
     lines = ["# Compatibility matrix: the models users bring", "",
@@ -354,13 +455,15 @@ def markdown(data: dict) -> str:
              "weights at a small input size, exported with `zoo.deploy.export` and run in each format's runtime "
              "against Keras. float32 cells: max abs diff (criterion <= 1e-4); int8 cells: argmax agreement "
              "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
-             "a few epochs of training on tinted random images (which channel is brighter), so that its decisions "
-             "are worth agreeing on (`zoo/benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
-             "keras-hub backbones have no head: float32 cells only (n/a). ✅ passed, ⚠️ exported but failed "
+             "a few epochs of training on tinted random images (which channel is brighter), passed through the "
+             "family's `keras.applications.<preprocess>.preprocess_input`, so that its decisions are worth agreeing on (`zoo/benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
+             "keras-hub backbones have no head: float32 cells only (n/a); keras-hub 0.32 (`pip install -e .[hub]`) "
+             "installs beside tensorflow 2.21, keras 3.15, protobuf and numpy without changing them "
+             "(`pip install --dry-run keras-hub==0.32`). ✅ passed, ⚠️ exported but failed "
              "verification, ❌ export failed (reasons below). Regenerate: `nice python scripts/compat_matrix.py` "
              "(resumable; `--all` adds every size variant; `--fresh` redoes done cells).", "",
-             "| model | family | source | input | params | acc | " + " | ".join(cells) + " |",
-             "|---|---|---|---|---:|---:|" + "---|" * len(cells)]
+             "| model | family | source | input | preprocess | params | acc | " + " | ".join(cells) + " |",
+             "|---|---|---|---|---|---:|---:|" + "---|" * len(cells)]
     reasons = []
     for name, row in data["models"].items():
         texts = []
@@ -371,11 +474,13 @@ def markdown(data: dict) -> str:
                 continue
             texts.append(_cell_text({**cell, "_key": key} if cell else None))
             if cell and cell["status"] not in ("passed", "exported"):
-                reasons.append(f"- **{name} {key}**: {cell.get('error', '')}")
+                reasons.append(f"- **{name} {key}**: {failure_reason(key, cell, row)}")
         params = f"{row['params'] / 1e6:.1f}M" if row.get("params") else ""
         acc = f"{row['keras_accuracy']:.0%}" if row.get("keras_accuracy") is not None else ""
-        lines.append(f"| {name} | {row['family']} | {row['source']} | {row.get('input', '')} | {params} | {acc} | "
-                     + " | ".join(texts) + " |")
+        preprocess = (row["preprocess"] or "").removeprefix("keras.applications.").removesuffix(".preprocess_input") \
+            if "preprocess" in row else "none (raw 0-255)" if row.get("source") == "keras.applications" else ""
+        lines.append(f"| {name} | {row['family']} | {row['source']} | {row.get('input', '')} | {preprocess} | {params} "
+                     f"| {acc} | " + " | ".join(texts) + " |")
     if reasons:
         lines += ["", "## Why cells fail", "", *reasons]
     versions = data.get("versions") or {}

@@ -41,17 +41,17 @@ FORMAT = Format(
 
 
 def _float_proto(job: Job):
-    """(the model as float ONNX, Erfc nodes rewritten); a quantization-aware model's keeps its fake
-    quantization as QDQ pairs."""
+    """(the model as float ONNX, its `onnx_convert.Rewrites`); a quantization-aware model's keeps its
+    fake quantization as QDQ pairs."""
     from zoo.deploy.formats.onnx_convert import convert_saved_model
 
     opset = job.target.options["opset"]
-    proto, erfc = convert_saved_model(job.saved_model(), opset, job.layers)
+    proto, rewrites = convert_saved_model(job.saved_model(), opset, job.layers)
     for value in [*proto.graph.input, *proto.graph.output]:  # tf2onnx names the free axes unk__N
         dims = value.type.tensor_type.shape.dim
         if dims and not dims[0].HasField("dim_value"):
             dims[0].dim_param = "batch"
-    return proto, erfc
+    return proto, rewrites
 
 
 def unsupported_ops(traced) -> list:
@@ -65,9 +65,8 @@ def convert(job: Job) -> Converted:
     from zoo.deploy.ptq import onnx_static
     precision, options = job.target.variant, job.target.options
     notes, details = [f"opset {options['opset']}"], {}
-    proto, erfc = _float_proto(job)
-    if erfc:
-        notes.append(f"{erfc} Erfc (exact GELU) rewritten as 1 - Erf")
+    proto, rewrites = _float_proto(job)
+    notes += rewrites.notes
     if precision == "float32":
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(proto.SerializeToString())

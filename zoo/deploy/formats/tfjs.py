@@ -112,7 +112,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
     """
     from zoo.deploy._tfjs_shim import convert_tf_saved_model
     from zoo.deploy.formats import tfjs_ops
-    from zoo.deploy.formats.tfjs_unfuse import unfuse_tensor_bias
+    from zoo.deploy.formats.tfjs_unfuse import compose_hard_swish, unfuse_tensor_bias
 
     try:
         convert_tf_saved_model()(
@@ -147,6 +147,9 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
     split = unfuse_tensor_bias(out_dir)
     if split:
         notes.append(f"{split} conv+add fusions with a tensor operand split for the wasm backend")
+    hard_swish = compose_hard_swish(out_dir)
+    if hard_swish:
+        notes.append(f"{hard_swish} oneDNN-fused hard swish(es) written out as x/6 * relu6(x + 3)")
     return notes
 
 
