@@ -31,3 +31,19 @@ def test_unknown_candidate_or_runtime_is_named_with_suggestions():
         search.run(parser.parse_args(["--models", "lenet"]))
     with pytest.raises(UnknownNameError, match="openvino"):
         search.run(parser.parse_args(["--runtimes", "openvino"]))
+
+
+def test_a_partial_run_replaces_its_rows_and_keeps_the_others(tmp_path):
+    import json
+
+    def row(model, runtime, acc):
+        return {"model": model, "runtime": runtime, "int8": acc}
+
+    previous = tmp_path / "ptq_search.json"
+    old_rows = [row("lenet5", "tflite", 0.1), row("lenet5", "onnx", 0.2), row("mlp", "tflite", 0.3),
+                row("retired_candidate", "tflite", 0.4)]
+    previous.write_text(json.dumps({"settings": {"seed": 0}, "machine": search.machine(), "rows": old_rows}))
+    merged = search._merged([row("lenet5", "tflite", 0.9)], previous, seed=0)
+    assert merged == [row("lenet5", "tflite", 0.9), row("lenet5", "onnx", 0.2), row("mlp", "tflite", 0.3)]
+    # Another seed's table is not mixed in.
+    assert search._merged([row("lenet5", "tflite", 0.9)], previous, seed=1) == [row("lenet5", "tflite", 0.9)]

@@ -304,7 +304,9 @@ def _pct(v):
 def _study_markdown(result: dict) -> str:
     lines = ["# Quantization: float vs post-training int8 vs quantization-aware int8", "",
              "Written by `zoo benchmark quantization` (with the speed table in `benchmarks/results/quantization.md`). "
-             "Accuracy (%) on the whole test split, each artifact run in its own runtime.", ""]
+             "Accuracy (%) on the whole test split, each artifact run in its own runtime. Models on which "
+             "post-training int8 loses at least 1 point were searched for by `zoo benchmark quantization-search` "
+             "(`results/quantization/ptq_search.md`).", ""]
     study = []
     for s in result["study"]:
         for runtime in result["settings"]["runtimes"]:

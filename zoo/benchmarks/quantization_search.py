@@ -54,6 +54,8 @@ CANDIDATES = {
         Candidate("lenet5_high_lr", {"model": "lenet5", "lr": 0.03, "weight_decay": 0.0},
                   "no BatchNorm, ReLU, 3x the recipe's lr and no weight decay"),
         Candidate("lenet5_tanh", {"model": "lenet5", "model_overrides": {"activation": "tanh"}}, "no BatchNorm, tanh"),
+        Candidate("lenet5_long", {"model": "lenet5", "epochs": 10, "weight_decay": 0.0, "lr": 0.03},
+                  "no BatchNorm, ReLU, 10 epochs at 3x the recipe's lr, no weight decay: weights free to grow"),
         Candidate("mlp", {"model": "mlp"}, "Dense only (per-tensor int8 weights), no normalization"),
         Candidate("mlp_w16", {"model": "mlp", "model_overrides": {"width": 16, "dropout": 0.0}},
                   "Dense only, 16 units"),
@@ -68,6 +70,7 @@ CANDIDATES = {
                   "narrow, 16 pooled features"),
         Candidate("convnet_bn_3_6_6_avg", {"epochs": 4, "model_overrides": {"filters": [3, 6, 6], "pooling": "avg"}},
                   "narrowest, 6 pooled features"),
+        Candidate("convnet_bn_high_lr", {"lr": 0.1, "weight_decay": 0.0}, "the default model at 10x the recipe's lr"),
         Candidate("tcn_plain", {"model": "tcn", "dataset": "mnist_sequence", "model_overrides": {"weight_norm": False}},
                   "8 causal convs and residual adds, no normalization"),
         Candidate("resnet20_w4", {"model": "resnet20", **_MNIST32, "epochs": 2, "model_overrides": {"base_filters": 4}},
@@ -78,6 +81,10 @@ CANDIDATES = {
         Candidate("mobilenet_v2_x0.1", {"model": "mobilenet_v2", **_MNIST32, "epochs": 2,
                                         "model_overrides": {"alpha": 0.1, "bn_momentum": 0.99}},
                   "depthwise-heavy, 8-channel bottlenecks, the recipe's lr 1e-2"),
+        Candidate("mobilenet_v2_x0.35_high_lr", {"model": "mobilenet_v2", **_MNIST32, "epochs": 2, "lr": 0.05,
+                                                "weight_decay": 0.0,
+                                                "model_overrides": {"alpha": 0.35, "bn_momentum": 0.99}},
+                  "depthwise-heavy, 5x the recipe's lr, no weight decay"),
         Candidate("mobilenet_v3_small", {"model": "mobilenet_v3_small", **_MNIST32, "epochs": 2, "lr": 3e-3,
                                          "model_overrides": {"include_preprocessing": False, "bn_momentum": 0.99}},
                   "hard-swish and squeeze-excite"),
@@ -120,18 +127,37 @@ def run(args) -> dict:
     finally:
         process.close()
         shutil.rmtree(work, ignore_errors=True)
+    if not args.quick:
+        rows = _merged(rows, Path(args.study_dir) / "ptq_search.json", args.seed)
     hurt = [r for r in rows if r.get("ptq_loss_points") is not None and r["ptq_loss_points"] >= HURT_POINTS]
     result = {
         "suite": "quantization-search",
         "machine": machine(),
-        "settings": {"models": names, "runtimes": runtimes, "seed": args.seed, "quick": args.quick,
-                     "calibration_samples": CALIBRATION_SAMPLES, "hurt_points": HURT_POINTS},
+        "settings": {"models": sorted({r["model"] for r in rows}, key=list(CANDIDATES).index), "runtimes": runtimes,
+                     "seed": args.seed, "quick": args.quick, "calibration_samples": CALIBRATION_SAMPLES,
+                     "hurt_points": HURT_POINTS},
         "rows": rows,
         "hurt": [f"{r['model']} ({r['runtime']})" for r in hurt],
     }
     if not args.quick:
         _write(result, Path(args.study_dir))
     return result
+
+
+def _merged(rows: list[dict], previous: Path, seed: int) -> list[dict]:
+    """This run's rows plus the earlier run's rows of the other candidates (same seed, same machine kind), in
+    `CANDIDATES` order: `--models a,b` re-measures a and b and keeps the rest of the table."""
+    try:
+        old = json.loads(previous.read_text())
+    except (OSError, ValueError):
+        return rows
+    if old.get("settings", {}).get("seed") != seed or old.get("machine", {}).get("cpu_model") != machine().get(
+            "cpu_model"):
+        return rows
+    fresh = {(r["model"], r["runtime"]) for r in rows}
+    kept = [r for r in old.get("rows", []) if r["model"] in CANDIDATES and (r["model"], r["runtime"]) not in fresh]
+    order = list(CANDIDATES)
+    return sorted(kept + rows, key=lambda r: (order.index(r["model"]), RUNTIMES.index(r["runtime"])))
 
 
 def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[dict]:
