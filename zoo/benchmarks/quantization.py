@@ -144,7 +144,8 @@ def run(args) -> dict:
     result = {
         "suite": "quantization",
         "machine": {**machine(), **_versions()},
-        "settings": {"models": list(models), "runtimes": runtimes, "batch_sizes": batches, "threads": cpu_count(),
+        "settings": {"models": list(models), "runtimes": [r for r in RUNTIMES if r in runtimes or any(
+                         row["runtime"] == r for row in rows)], "batch_sizes": batches, "threads": cpu_count(),
                      "budget_s": args.budget_s, "max_accuracy_drop": args.max_accuracy_drop,
                      "qat_epochs": args.qat_epochs, "quick": args.quick, "same_budget_float": args.same_budget_float},
         "models": models,
