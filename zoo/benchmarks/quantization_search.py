@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zoo.benchmarks.common import machine, markdown_table
-from zoo.benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR, _arrays
+from zoo.benchmarks.common import first_examples, machine, markdown_table
+from zoo.benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR
 
 RUNTIMES = ("tflite", "onnx")
 HURT_POINTS = 1.0  # the bar: PTQ int8 loses at least this many points
@@ -173,8 +173,8 @@ def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[
     t0 = time.perf_counter()
     trained = train(config)
     train_s = round(time.perf_counter() - t0, 1)
-    test_x, test_y = _arrays(zoo.data.load(config.dataset, "test", 1000), 512 if args.quick else 10000)
-    rep_x, _ = _arrays(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
+    test_x, test_y = first_examples(zoo.data.load(config.dataset, "test", 1000), 512 if args.quick else 10000)
+    rep_x, _ = first_examples(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
     report = export(trained.run_dir / "last.keras", work / candidate.name, runtimes, precision=["float32", "int8"],
                     representative_data=rep_x, calibration_samples=len(rep_x), test_data=(test_x, test_y),
                     latency_runs=0, process=process)
