@@ -1,6 +1,7 @@
-"""Quantization benchmark: accuracy, size and batch-1/batch-32 latency per runtime and precision, int8 from
-post-training quantization, from quantization-aware training and within an accuracy budget; every ratio is
-against float32 in the same runtime, in the same run.
+"""Quantization benchmark: accuracy, size and batch-1/batch-32 latency per runtime and precision.
+
+int8 comes from post-training quantization, from quantization-aware training and within an accuracy
+budget; every ratio is against float32 in the same runtime, in the same run.
 
 For each model: train it with its recipe (or load `--from NAME=PATH.keras`), fine-tune a copy
 quantization-aware (`zoo train --qat-from`, `--qat-epochs`), export both with `zoo.deploy.export`
