@@ -109,3 +109,16 @@ def test_efficientnet_undoes_the_imagenet_variance_quirk(tmp_path):
     stem = keras.Model(model.input, model.get_layer("stem_normalization").output)
     np.testing.assert_allclose(stem(x).numpy(), (x / 255 - mean) / std, rtol=1e-5, atol=1e-5)
     assert any("49930" in note for note in model.load_report.notes)
+
+
+def test_mobilenet_v3_bn_momentum_is_keras_by_default_and_settable():
+    # keras.applications' 0.999 by default (the twin); a short run sets 0.99 on every BatchNorm.
+    def momenta(model):
+        return {layer.momentum for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)}
+
+    reference = keras.applications.MobileNetV3Small(weights=None, input_shape=(32, 32, 3), classes=10)
+    assert momenta(zoo.build("mobilenet_v3_small", input_shape=(32, 32, 3), num_classes=10)) == momenta(reference)
+    short = zoo.build("mobilenet_v3_small", input_shape=(32, 32, 3), num_classes=10, bn_momentum=0.99)
+    assert momenta(short) == {0.99}
+    with pytest.raises(ValueError, match="bn_momentum"):
+        zoo.build("mobilenet_v3_small", input_shape=(32, 32, 3), num_classes=10, bn_momentum=1.0)

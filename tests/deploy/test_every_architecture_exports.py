@@ -31,6 +31,18 @@ def known_failure(name, fmt):
                  if f == fmt and fnmatch.fnmatchcase(name, pattern)), None)
 
 
+# The ImageNet-size families' first members take 1.5-3 minutes each here (5 formats, 2 cores): a third of
+# the suite. Their layers' ops are exported in the default run by smaller models (resnet20, vgg8_bn,
+# mobilenet_v2, convnet_bn; ConvNeXt's GELU and grouped conv and EfficientNet's Normalization in
+# tests/deploy/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
+HEAVY = {"convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_b0", "vgg16", "resnet18", "mixer_s32"}
+
+
+def _params():
+    return [pytest.param(*p.values, marks=(*p.marks, *([pytest.mark.slow] if p.values[0] in HEAVY else [])))
+            for p in params_marking_variants_slow(zoo.list_models())]
+
+
 @pytest.fixture(scope="module")
 def process(tmp_path_factory):
     p = ConversionProcess(log_path=tmp_path_factory.mktemp("matrix") / "conversion.log")
@@ -39,7 +51,7 @@ def process(tmp_path_factory):
 
 
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
-@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+@pytest.mark.parametrize("name", _params())
 def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, process):
     from zoo.deploy import inputs
 

@@ -162,7 +162,7 @@ def test_a_keras_2_saved_model_is_checked_for_lambda_layers_in_its_keras_metadat
 # ---- clean exports ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("artifact, kind", [
-    ("saved_model/tiny/1", "saved_model"), ("tiny_float32.tflite", "tflite"), ("tiny.onnx", "onnx"),
+    ("saved_model/tiny/1", "saved_model"), ("tiny_float32.tflite", "tflite"), ("tiny_float32.onnx", "onnx"),
     ("tfjs_float32", "tfjs"), ("tfjs_float32/model.json", "tfjs"), ("tiny.keras", "keras"),
     ("saved_model/tiny/1/saved_model.pb", "saved_model"),
 ])
@@ -182,7 +182,7 @@ def test_zoo_architectures_saved_as_keras_files_scan_clean(tmp_path, name):
 def test_scanning_loads_neither_tensorflow_nor_keras(hostile, clean_export):
     """The readers parse protos, flatbuffers and JSON; nothing that could run the artifact is imported."""
     paths = [str(hostile["read_file"])] + [str(clean_export / p) for p in (
-        "tiny.keras", "tiny_float32.tflite", "tiny.onnx", "tfjs_float32")]
+        "tiny.keras", "tiny_float32.tflite", "tiny_float32.onnx", "tfjs_float32")]
     code = (f"import sys; from zoo.deploy import scan; [scan.scan(p) for p in {paths!r}]; "
             "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -389,7 +389,7 @@ def test_zoo_scan_exit_codes_and_json(hostile, clean_export, capsys):
     assert main(["scan", str(hostile["read_file"]), "--format", "json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["clean"] is False and [f["op"] for f in out["findings"]] == ["ReadFile"]
-    assert main(["scan", str(clean_export / "tiny.onnx"), str(hostile["py_function"])]) == 1
+    assert main(["scan", str(clean_export / "tiny_float32.onnx"), str(hostile["py_function"])]) == 1
     assert "EagerPyFunc" in capsys.readouterr().out
     assert main(["scan", str(clean_export / "nothing.onnx")]) == 2
 

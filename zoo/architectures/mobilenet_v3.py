@@ -85,8 +85,8 @@ _STACKS = {"small": (SMALL, 1024), "large": (LARGE, 1280)}
 _SE_RATIO = 0.25
 
 
-def _bn(x, name):
-    return BatchNormalization(epsilon=1e-3, momentum=0.999, name=name)(x)
+def _bn(x, name, momentum=0.999):
+    return BatchNormalization(epsilon=1e-3, momentum=momentum, name=name)(x)
 
 
 def _activate(x, kind: str, name: str):
@@ -108,7 +108,7 @@ def squeeze_excite(x, filters: int, prefix: str):
 
 
 def bneck_block(x, expansion: float, filters: int, kernel_size: int, strides: int, se: bool, activation: str,
-                block_id: int):
+                block_id: int, bn_momentum: float = 0.999):
     """1x1 expansion (not in the first block) -> depthwise -> SE -> linear 1x1 projection (+ residual)."""
     shortcut = x
     prefix = f"expanded_conv_{block_id}_" if block_id else "expanded_conv_"
@@ -116,18 +116,18 @@ def bneck_block(x, expansion: float, filters: int, kernel_size: int, strides: in
     expanded = make_divisible(in_filters * expansion)
     if block_id:
         x = keras.layers.Conv2D(expanded, 1, padding="same", use_bias=False, name=f"{prefix}expand")(x)
-        x = _bn(x, f"{prefix}expand_bn")
+        x = _bn(x, f"{prefix}expand_bn", bn_momentum)
         x = _activate(x, activation, f"{prefix}expand")
     if strides == 2:
         x = keras.layers.ZeroPadding2D(correct_pad(x, kernel_size), name=f"{prefix}depthwise_pad")(x)
     x = keras.layers.DepthwiseConv2D(kernel_size, strides=strides, padding="same" if strides == 1 else "valid",
                                      use_bias=False, name=f"{prefix}depthwise")(x)
-    x = _bn(x, f"{prefix}depthwise_bn")
+    x = _bn(x, f"{prefix}depthwise_bn", bn_momentum)
     x = _activate(x, activation, f"{prefix}depthwise")
     if se:
         x = squeeze_excite(x, make_divisible(in_filters * expansion), prefix)
     x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, name=f"{prefix}project")(x)
-    x = _bn(x, f"{prefix}project_bn")
+    x = _bn(x, f"{prefix}project_bn", bn_momentum)
     if strides == 1 and in_filters == filters:
         x = keras.layers.Add(name=f"{prefix}add")([shortcut, x])
     return x
@@ -144,6 +144,7 @@ def mobilenet_v3(
     include_top: bool = True,
     pooling: str | None = None,
     dropout: float = 0.2,
+    bn_momentum: float = 0.999,
     classifier_activation: str | None = "softmax",
 ):
     """MobileNetV3 (Howard et al. 2019), as keras.applications builds it.
@@ -162,6 +163,8 @@ def mobilenet_v3(
         include_top: end with the classifier (else with the features).
         pooling: None, "avg" or "max", with keras.applications' meaning.
         dropout: before the classifier conv (Keras' `dropout_rate`).
+        bn_momentum: BatchNorm moving-average momentum; Keras' 0.999 suits ImageNet-length runs, a
+            few-epoch run wants 0.99 (see `mobilenet_v2`).
 
     Example:
         >>> model = zoo.build("mobilenet_v3_small", input_shape=(96, 96, 3), num_classes=10)
@@ -172,6 +175,8 @@ def mobilenet_v3(
         raise ValueError(f"size must be one of {sorted(_STACKS)}. Received: size={size!r}")
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0. Received: alpha={alpha}")
+    if not 0 <= bn_momentum < 1:
+        raise ValueError(f"bn_momentum must be in [0, 1). Received: bn_momentum={bn_momentum}")
     stack, last_point = _STACKS[size]
     big_kernel = 3 if minimalistic else 5
     inputs = keras.Input(tuple(input_shape), name="image")
@@ -180,15 +185,15 @@ def mobilenet_v3(
         x = keras.layers.Rescaling(1.0 / 127.5, offset=-1.0, name="stem_rescaling")(x)
     stem_activation = "relu" if minimalistic else "hswish"
     x = keras.layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False, name="conv")(x)
-    x = _bn(x, "conv_bn")
+    x = _bn(x, "conv_bn", bn_momentum)
     x = _activate(x, stem_activation, "conv")
     for block_id, b in enumerate(stack):
         x = bneck_block(
             x, b.expansion, make_divisible(b.filters * alpha), b.kernel_size or big_kernel, b.strides,
-            b.se and not minimalistic, "relu" if minimalistic else b.activation, block_id,
+            b.se and not minimalistic, "relu" if minimalistic else b.activation, block_id, bn_momentum,
         )
     x = keras.layers.Conv2D(make_divisible(x.shape[-1] * 6), 1, padding="same", use_bias=False, name="conv_1")(x)
-    x = _bn(x, "conv_1_bn")
+    x = _bn(x, "conv_1_bn", bn_momentum)
     x = _activate(x, stem_activation, "conv_1")
     if not include_top:
         outputs = x if pooling is None else global_pool(x, pooling)

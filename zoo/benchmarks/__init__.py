@@ -15,6 +15,7 @@ SUITES = {
     "transfer": "zoo.benchmarks.transfer",
     "cost-curves": "zoo.benchmarks.cost_curves",
     "quantization": "zoo.benchmarks.quantization",
+    "quantization-search": "zoo.benchmarks.quantization_search",
 }
 
 

@@ -141,6 +141,20 @@ def measure(fn: Callable[[], object], *, warmup: int = 2, min_reps: int = 5, max
     return Timing(times)
 
 
+def first_examples(ds, limit: int):
+    """The first `limit` examples of a batched `(x, y)` dataset as float32 `x` and `y` numpy arrays."""
+    import numpy as np
+
+    xs, ys, n = [], [], 0
+    for x, y in ds:
+        xs.append(np.asarray(x))
+        ys.append(np.asarray(y))
+        n += len(xs[-1])
+        if n >= limit:
+            break
+    return np.concatenate(xs)[:limit].astype(np.float32), np.concatenate(ys)[:limit]
+
+
 def markdown_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
     """A Markdown table of `rows` with `columns` given as (key, header); missing values are blank."""
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.benchmarks import inference_report
-from zoo.benchmarks.common import Timing, cpu_count, machine, measure
+from zoo.benchmarks.common import Timing, cpu_count, first_examples, machine, measure
 
 markdown = inference_report.markdown
 plots = inference_report.plots
@@ -243,22 +243,11 @@ def _train(case: Case, args):
     model.fit(train_ds.repeat().take(steps), epochs=1, verbose=0)
     train_s = time.perf_counter() - t0
     limit = 256 if args.quick else args.eval_samples
-    eval_x, eval_y = _arrays(test_ds, limit)
-    rep_x, _ = _arrays(train_ds, CALIBRATION_SAMPLES)
+    eval_x, eval_y = first_examples(test_ds, limit)
+    rep_x, _ = first_examples(train_ds, CALIBRATION_SAMPLES)
     info = {"weights": f"trained {steps} steps of recipe {case.recipe} (batch {config.batch_size}, {train_s:.0f} s)",
             "eval": f"{config.dataset} test split, first {len(eval_x)} examples"}
     return model, {"eval_x": eval_x, "eval_y": eval_y, "rep_x": rep_x, "info": info}
-
-
-def _arrays(ds, limit: int):
-    xs, ys, n = [], [], 0
-    for x, y in ds:
-        xs.append(np.asarray(x))
-        ys.append(np.asarray(y))
-        n += len(xs[-1])
-        if n >= limit:
-            break
-    return np.concatenate(xs)[:limit].astype(np.float32), np.concatenate(ys)[:limit]
 
 
 def _free(model) -> None:

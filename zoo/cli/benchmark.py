@@ -10,12 +10,13 @@ import argparse
 def add(sub):
     from zoo.benchmarks import SUITES, suite_summary
 
-    suites = "\n".join(f"  {name:<18}{suite_summary(module)}" for name, module in SUITES.items())
+    width = max(map(len, SUITES)) + 2
+    suites = "\n".join(f"  {name:<{width}}{suite_summary(module)}" for name, module in SUITES.items())
     p = sub.add_parser(
         "benchmark",
         help="speed against peers and the machine's limit (zoo benchmark --help for the suites)",
         description="Benchmarks with same-run baselines; results go to benchmarks/results/.",
-        epilog=f"suites:\n{suites}\n  {'all':<18}every suite but recipes, with its defaults\n\n"
+        epilog=f"suites:\n{suites}\n  {'all':<{width}}every suite but recipes, with its defaults\n\n"
                "`zoo benchmark SUITE --help` lists a suite's flags.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

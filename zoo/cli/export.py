@@ -16,9 +16,16 @@ def add(sub):
         "export",
         help="export to SavedModel, TFLite, TF.js, ONNX and OpenVINO, verify each in its runtime, write a report",
         description="Exits 1 if any requested artifact failed (after writing all the others), 2 on bad input. "
+                    "With --check, converts nothing: lists per format the ops (and their Keras layers) it cannot "
+                    "run, in seconds, and exits 0 if every format runs what zoo export would convert (the model, "
+                    "or its RNN route) with its own ops, 1 if some cannot (or needs TFLite's Flex delegate), 2 on "
+                    "bad input. "
                     "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
+    p.add_argument("--check", action="store_true",
+                   help="deployability check only: which formats cannot run which ops of which layers (exit 1 if "
+                        "any); no conversion, no data needed; with --out, also written as <out>/check.json")
     p.add_argument("--formats", default=None,
                    help=f"comma-separated, of: {', '.join(FORMATS)} (default: each whose runtime is installed)")
     p.add_argument("--out", default=None, help="output directory for artifacts and reports (default exports/<model>)")
@@ -35,6 +42,9 @@ def add(sub):
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
     p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
+    p.add_argument("--class-names", default=None, metavar="NAMES|FILE",
+                   help="a classifier's class names, comma-separated or a text file with one per line: written into "
+                        "every artifact (SavedModel labels.txt and classify signature, each format's metadata)")
     add_arguments(p, cli_options())
     add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_export)
@@ -107,6 +117,8 @@ def _cmd_export(args) -> int:
 
     given = given_values(args, cli_options())
     model = _load_model(args.model, args)
+    if args.check:
+        return _check(model, args, given)
     test, description = _export_data(args, given, model)
     out = args.out or os.path.join("exports", model.name)
     report = zoo.deploy.export(
@@ -115,7 +127,38 @@ def _cmd_export(args) -> int:
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
               **({"data": args.data} if args.data else {})}, **given,
         allow_unsafe_ops=args.allow_unsafe_ops, unsafe_deserialization=args.unsafe_deserialization,
+        class_names=_class_names(args.class_names),
     )
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")
     return 0 if report.ok else 1
+
+
+def _check(model, args, given: dict) -> int:
+    """`zoo export --check`: `zoo.deploy.check`'s table; exit 0 when every format runs the model, else 1."""
+    import zoo.deploy
+
+    other = sorted(k for k in given if k != "opset")
+    if other:
+        print(f"note: --check ignores the conversion option(s) {', '.join(other)}")
+    report = zoo.deploy.check(model, args.formats or zoo.deploy.DEFAULT_FORMATS, opset=given.get("opset"))
+    print(report.table())
+    if args.out:  # for CI: the same answer as data
+        from zoo.fileio import atomic_write_text
+
+        path = atomic_write_text(os.path.join(args.out, "check.json"), report.to_json())
+        print(f"check: {path}")
+    return report.exit_code
+
+
+def _class_names(value: str | None) -> list[str] | None:
+    """--class-names: a file of one name a line, else a comma-separated list."""
+    if value is None:
+        return None
+    if os.path.isfile(value):
+        with open(value, encoding="utf-8") as f:
+            names = [line.strip() for line in f if line.strip()]
+        if not names:
+            raise ValueError(f"--class-names file {value} holds no names (one a line expected).")
+        return names
+    return [name.strip() for name in value.split(",") if name.strip()]

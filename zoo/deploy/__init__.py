@@ -5,6 +5,8 @@ TF Serving layout.
 >>> report = zoo.deploy.export(model, "exports/convnet_bn", precision=("float32", "int8"),
 ...                            representative_data=train_batches, test_data=test_batches)
 >>> print(report.table())
+>>> zoo.deploy.check(model).table()          # before exporting: which formats cannot run which layers
+>>> zoo.deploy.load("exports/convnet_bn/saved_model").metadata.class_names
 
 The names below are imported on first use (PEP 562), so `import zoo.deploy` loads no TensorFlow.
 """
@@ -16,6 +18,12 @@ import importlib
 # public name -> the module that defines it
 _EXPORTS = {
     "export": "zoo.deploy.exporter",
+    "check": "zoo.deploy.deployability",
+    "load": "zoo.deploy.artifact",
+    "Artifact": "zoo.deploy.artifact",
+    "ArtifactError": "zoo.deploy.artifact",
+    "ModelMetadata": "zoo.deploy.metadata",
+    "CheckReport": "zoo.deploy.deployability",
     "DataShapeError": "zoo.deploy.inputs",
     "TraceError": "zoo.deploy.trace",
     "signature_of": "zoo.deploy.trace",

@@ -1,5 +1,8 @@
-"""Any artifact zoo makes, opened in its own runtime with its metadata: what `zoo predict` and `zoo val` run.
+"""Any artifact zoo makes, opened in its own runtime with its metadata: `zoo.deploy.load`, what `zoo predict`
+and `zoo val` run.
 
+    artifact = zoo.deploy.load("exports/convnet_bn/convnet_bn_float32.onnx")
+    artifact.metadata.class_names, artifact.metadata.task, artifact.metadata.description
     artifact = open_artifact("runs/convnet_bn-photos")        # a run directory: its last.keras
     artifact = open_artifact("saved_models/convnet_bn")       # a TF Serving base dir: the newest version
     artifact = open_artifact("exports/convnet_bn/convnet_bn_float32.tflite")
@@ -14,11 +17,15 @@
 | ``*.tflite`` | the format's runner | LiteRT interpreter (XNNPACK) |
 | ``*.onnx`` | the format's runner | onnxruntime |
 | a TF.js folder (``model.json``) | the format's runner | @tensorflow/tfjs in Node |
+| an OpenVINO folder (``model.xml`` + ``.bin``) or its ``.xml`` | the format's runner | OpenVINO Runtime (CPU) |
 
 The TFLite, ONNX, TF.js and SavedModel runtimes are the export formats' own runners
 (``zoo.deploy.formats.<format>.open_runner``), the ones export verification uses: one loader per
 runtime. Every artifact is scanned first (``zoo.deploy.scan.require_safe``): one holding ops that
-reach outside the model is refused unless the user accepts exactly those ops.
+reach outside the model is refused unless the user accepts exactly those ops. (`zoo.deploy.scan` has
+no OpenVINO IR reader; an IR's opsets hold no op that reads files or runs code.)
+
+A damaged artifact is an `ArtifactError` naming the file and what its runtime said of it.
 """
 
 from __future__ import annotations
@@ -31,13 +38,10 @@ from typing import Any, Optional
 import numpy as np
 
 from zoo.deploy import metadata as metadata_lib
+from zoo.deploy.scan.report import ArtifactError  # one error for a path no reader, scanner or runtime can take
 from zoo.errors import ZooError
 
 RUN_DIR_MODELS = ("last.keras", "best.keras")  # a run directory's models, in order of preference
-
-
-class ArtifactError(ZooError, ValueError):
-    """A path that is not an artifact zoo can open, with what was found there."""
 
 
 @dataclasses.dataclass
@@ -46,7 +50,7 @@ class Artifact:
     or a dict for several inputs) and returns the predictions output as a numpy array."""
 
     path: Path
-    kind: str  # keras, saved_model, tflite, onnx, tfjs
+    kind: str  # keras, saved_model, tflite, onnx, tfjs, openvino
     metadata: Optional[metadata_lib.ModelMetadata]
     runner: Any
     runtime: str
@@ -69,14 +73,18 @@ def resolve(path) -> tuple[Path, str]:
     if not path.exists():
         raise ArtifactError(f"{path} does not exist.")
     if path.is_file():
+        if path.suffix.lower() == ".xml":
+            return path, "openvino"
         if path.suffix.lower() not in (".keras", ".tflite", ".onnx"):
-            raise ArtifactError(f"{path} is not an artifact: expected .keras, .tflite or .onnx (or a SavedModel, "
-                                "TF.js or run directory).")
+            raise ArtifactError(f"{path} is not an artifact: expected .keras, .tflite, .onnx or OpenVINO .xml (or a "
+                                "SavedModel, TF.js, OpenVINO or run directory).")
         return path, path.suffix.lower()[1:]
     if (path / "saved_model.pb").is_file():
         return path, "saved_model"
     if (path / "model.json").is_file():
         return path, "tfjs"
+    if (path / metadata_lib.OPENVINO_XML).is_file():
+        return path, "openvino"
     for name in RUN_DIR_MODELS:
         if (path / name).is_file():
             return path / name, "keras"
@@ -116,9 +124,41 @@ def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_des
 
         model = load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
         return _keras_artifact(path, model)
-    require_safe(path, allow_unsafe_ops)
-    meta = metadata_lib.read(path)
-    return globals()[f"_open_{kind}"](path, meta, num_threads)
+    if kind != "openvino":
+        require_safe(path, allow_unsafe_ops)
+    try:
+        meta = metadata_lib.read(path)
+    except Exception as e:  # a damaged file or metadata entry: name it and say what is wrong
+        raise ArtifactError(f"{path}: its zoo metadata cannot be read ({_what(e)}); the {kind} artifact is damaged "
+                            "or was not written by zoo.") from None
+    try:
+        return globals()[f"_open_{kind}"](path, meta, num_threads)
+    except (ZooError, ImportError):  # ours already say what is wrong; a runtime not installed says what to install
+        raise
+    except Exception as e:  # the runtime refuses the file: a truncated or corrupt artifact
+        raise ArtifactError(f"{path}: the {kind} runtime cannot open it ({_what(e)}); the artifact is damaged or "
+                            "incomplete. Export it again.") from None
+
+
+def load(artifact, *, num_threads: int = 2, allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> Artifact:
+    """Any exported artifact, opened in its runtime, with what it says about itself.
+
+    `artifact`: a `.keras`, `.tflite` or `.onnx` file, a SavedModel (version or base directory), a TF.js
+    folder, an OpenVINO folder (or its `.xml`), or a run directory. The result's `predict(x)` runs it;
+    `metadata` (a `zoo.deploy.metadata.ModelMetadata`, None for an artifact exported without any) gives
+    the task, the class names, the input's meaning and the predictions output, read from inside the
+    artifact itself (see `zoo.deploy.metadata` for where each format keeps it).
+
+    Raises:
+        ArtifactError: a path that is no artifact (saying what it holds), or a damaged one (naming the file).
+    """
+    return open_artifact(artifact, num_threads, allow_unsafe_ops=allow_unsafe_ops,
+                         unsafe_deserialization=unsafe_deserialization)
+
+
+def _what(e: Exception) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
 
 
 class _KerasRunner:
@@ -140,9 +180,11 @@ class _KerasRunner:
 
 
 def _keras_artifact(path, model):
-    first = model.inputs[0]
+    from zoo.deploy.trace import signature_of
+
+    first = signature_of(model).inputs[0]  # a subclassed model too, from the shapes it was built with
     return Artifact(path, "keras", metadata_lib.of_model(model), _KerasRunner(model), _KerasRunner.runtime,
-                    tuple(first.shape[1:]), str(first.dtype))
+                    first.shape, first.dtype)
 
 
 def _open_saved_model(path, meta, num_threads):
@@ -194,6 +236,16 @@ def _open_tfjs(path, meta, num_threads):
         shape = tuple(d if d > 0 else None for d in dims)
         dtype = {"DT_INT32": "int32", "DT_FLOAT": "float32"}.get(first.get("dtype"), "float32")
     return Artifact(path, "tfjs", meta, runner, "@tensorflow/tfjs in Node", shape, dtype)
+
+
+def _open_openvino(path, meta, num_threads):
+    from zoo.deploy.formats.openvino import open_runner
+
+    runner = open_runner(path.parent if path.is_file() else path, threads=num_threads)
+    (first, *_) = runner._model.inputs
+    dims = first.get_partial_shape()
+    shape = tuple(d.get_length() if d.is_static else None for d in list(dims)[1:])
+    return Artifact(path, "openvino", meta, runner, runner.runtime, shape, first.get_element_type().to_dtype().name)
 
 
 def describe(artifact: Artifact) -> str:

@@ -8,6 +8,7 @@ innermost scope that names a layer of the model is that layer.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from zoo.errors import ZooError
@@ -34,6 +35,64 @@ class UnsupportedOpsError(ZooError, RuntimeError):
     def __init__(self, message: str, ops: dict):
         super().__init__(message)
         self.ops = ops  # op -> [layer names]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpGap:
+    """An op type a format cannot run as it ships, the graph nodes of that type, and what would run it
+    (`needs`: e.g. TFLite's Flex delegate), or None when nothing in the format can."""
+
+    op: str
+    nodes: tuple[str, ...]
+    needs: str | None = None
+
+
+def graph_nodes(graph_def) -> list[tuple[str, str]]:
+    """`(op, name)` of every node of a GraphDef, those of its functions (loop bodies, branches) too.
+
+    A function's node is named `<caller node>/<node>`, the caller being the node that calls the
+    function (`While`, `If`, `PartitionedCall`), so `layer_of` finds the layer of a loop body's op
+    even where the body's own names carry no layer scope.
+    """
+    callers: dict[str, str] = {}
+
+    def called(node) -> list[str]:
+        names = []
+        for value in node.attr.values():
+            if value.HasField("func"):
+                names.append(value.func.name)
+            names += [f.name for f in value.list.func]
+        return names
+
+    for node in graph_def.node:
+        for function in called(node):
+            callers.setdefault(function, node.name)
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    changed = True
+    while changed:  # functions called from functions: the caller's path, outermost first
+        changed = False
+        for name, function in functions.items():
+            if name not in callers:
+                continue
+            for node in function.node_def:
+                for inner in called(node):
+                    if inner not in callers:
+                        callers[inner] = f"{callers[name]}/{node.name}"
+                        changed = True
+    out = [(node.op, node.name) for node in graph_def.node]
+    for name, function in functions.items():
+        prefix = callers.get(name, name)
+        out += [(node.op, f"{prefix}/{node.name}") for node in function.node_def]
+    return out
+
+
+def unknown_ops(graph_def, known) -> dict[str, list[str]]:
+    """op -> node names, for the nodes of `graph_def` (functions included) whose op is not in `known`."""
+    found: dict[str, list[str]] = {}
+    for op, name in graph_nodes(graph_def):
+        if op not in known:
+            found.setdefault(op, []).append(name)
+    return found
 
 
 def layer_of(node_name: str, layers: dict[str, str]) -> str | None:

@@ -57,6 +57,8 @@ def export(
     process: ConversionProcess | None = None,
     allow_unsafe_ops=(),
     unsafe_deserialization: bool = False,
+    class_names=None,
+    input_meaning: dict | None = None,
     **options,
 ) -> ExportReport:
     """Exports `model` to `formats` under `out_dir`, verifies each artifact and writes a report.
@@ -83,6 +85,11 @@ def export(
         allow_unsafe_ops: op names `zoo.deploy.scan` found in the model file that the user reviewed and accepts;
             a model file with any other finding is refused (`UnsafeArtifactError`) before anything runs.
         unsafe_deserialization: load the model file with Keras's safe_mode off (Lambda bytecode runs).
+        class_names: a classifier's class names (label i is `class_names[i]`), written into every artifact
+            with what its input means (`zoo.deploy.metadata`), for a model not trained by `zoo train`;
+            they replace the names a zoo-trained model carries.
+        input_meaning: what the input means beyond its shape, for clients: e.g. `{"channel_order": "RGB",
+            "scale": "0-255", "mean": [...], "std": [...]}` for preprocessing done outside the model.
 
     Format options (declared by the formats; None or absent means the default):
 {options}
@@ -100,6 +107,8 @@ def export(
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
     signature = _signature(model, input_signature, test_data)
+    metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
+                      output_names=_output_widths(model))  # bad class names: refused before any work
 
     eval_x, eval_y = inputs.collect(test_data, max_eval_samples, "test_data", signature)
     real_x = eval_x is not None  # TF Serving warmup records are built from real examples only
@@ -158,10 +167,11 @@ def export(
         for i, value in enumerate(refs.values()):
             data[f"ref_{i}"] = _save(work, f"ref_{i}", value)
         keras_row = _keras_reference(model, signature, refs, eval_x, eval_y, latency_runs if verify else 0)
-        saved_model_dir, trace_error = _write_saved_model(model, signature, work)
-        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
-        meta = metadata.of_model(model)
+        meta = metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
+                                 output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
+        saved_model_dir, trace_error = _write_saved_model(model, signature, work, meta)
+        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name, quantization_aware):
@@ -183,7 +193,7 @@ def export(
         shutil.rmtree(work, ignore_errors=True)
 
     report = ExportReport(
-        model=_model_facts(model, signature, list(refs), source, recurrent),
+        model=_model_facts(model, signature, list(refs), source, recurrent, meta),
         data={"eval": data_description or ("test data" if eval_y is not None else "given inputs"),
               "eval_samples": inputs.count(eval_x),
               "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data",
@@ -206,6 +216,16 @@ def _signature(model, input_signature, test_data):
     if input_signature is None and not trace.is_functional(model) and not getattr(model, "_build_shapes_dict", None):
         sample = _first_batch(test_data)
     return trace.signature_of(model, input_signature=input_signature, sample=sample)
+
+
+def _output_widths(model) -> dict | None:
+    """{output name: last-axis size} of a functional model (None for a subclassed one: known after a call)."""
+    from zoo.deploy.trace import is_functional, name_outputs
+
+    if not is_functional(model):
+        return None
+    return {name: int(t.shape[-1]) if len(t.shape) > 1 and t.shape[-1] else 1
+            for name, t in name_outputs(model, model.outputs).items()}
 
 
 def _first_batch(data):
@@ -295,13 +315,13 @@ def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None
     return str(path), None
 
 
-def _write_saved_model(model, signature, work: Path) -> tuple[str | None, str | None]:
+def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | None, str | None]:
     """(the export's SavedModel, None), or (None, why the model could not be traced)."""
     from zoo.deploy.signature import export_saved_model
 
     path = work / "saved_model_default"
     try:
-        export_saved_model(model, path, signature=signature)
+        export_saved_model(model, path, signature=signature, metadata=meta)
     except Exception as e:  # the model's own code fails to trace: every format fails alike, and says why
         return None, (f"tracing the model with inputs {signature.describe()} failed: "
                       f"{type(e).__name__}: {e}")[:2000]
@@ -347,7 +367,7 @@ def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReferen
     return row
 
 
-def _model_facts(model, signature, outputs, source, recurrent) -> dict:
+def _model_facts(model, signature, outputs, source, recurrent, meta=None) -> dict:
     from zoo.architectures import registry
     from zoo.deploy.trace import describe_source
 
@@ -357,6 +377,9 @@ def _model_facts(model, signature, outputs, source, recurrent) -> dict:
              "source": source, "inputs": described, "input": described[0],
              "traced_from": signature.traced_from, "traced_from_text": describe_source(signature),
              "outputs": outputs, "recurrent_layers": sorted(set(model_io.recurrent_layers(model))) if recurrent else []}
+    if meta is not None:  # what the artifacts carry (zoo.deploy.metadata), for the model card
+        facts.update(task=meta.task, class_names=list(meta.class_names) if meta.class_names else None,
+                     input_meaning=meta.description, predictions_output=meta.output)
     with contextlib.suppress(ZooError):
         spec = registry.get_spec(model.name)
         facts.update(architecture=spec.name, family=spec.family, paper=spec.paper, task=spec.task)

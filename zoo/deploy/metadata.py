@@ -14,6 +14,14 @@ Where it is stored (one JSON document, the same everywhere, under the key ``zoo_
 | TFLite | a flatbuffer ``metadata`` entry named ``zoo_metadata`` (the schema's slot for such data) |
 | ONNX | ``metadata_props`` key ``zoo_metadata`` |
 | TF.js | ``model.json``'s ``userDefinedMetadata.zoo_metadata`` |
+| OpenVINO IR | ``model.xml``'s ``<rt_info><zoo_metadata value="..."/>`` (``ov.Model.get_rt_info("zoo_metadata")``) |
+
+A classifier's SavedModel also gets ``assets/labels.txt``, one class name per line (line i is class
+i), the side file TF Serving clients and Model Garden's exporters look for.
+
+A model not trained by zoo gets its metadata from `describe` (its class names and what its input is,
+given by the caller or read from its signature and preprocessing layers), as
+``zoo.deploy.export(model, ..., class_names=[...])`` does.
 
 Writes are atomic: the artifact is rewritten beside itself and renamed into place.
 """
@@ -104,22 +112,139 @@ def of_model(model) -> Optional[ModelMetadata]:
     return None if d is None else ModelMetadata.from_dict(d)
 
 
+PREPROCESSING = ("Rescaling", "Normalization", "Resizing", "CenterCrop")  # preprocessing a model may carry inside
+
+
+def describe(model, *, class_names=None, task: Optional[str] = None, input: Optional[dict] = None,
+             output: Optional[str] = None, signature=None, output_names=None) -> Optional[ModelMetadata]:
+    """The metadata to export `model` with: its own (`of_model`) with what is given laid over it, or, for a
+    model without any, built from what is given and what the model says of itself. None if neither says
+    anything (no attached metadata, no class names, task or input given).
+
+    Args:
+        class_names: label i is `class_names[i]`; their count must match the output's last axis.
+        task: default "classification" when class names are given.
+        input: what the input means, laid over what is read from the model: e.g. `{"channel_order": "RGB",
+            "scale": "0-1", "mean": [...], "std": [...]}` for preprocessing the client must do.
+        output: the output holding the predictions (default: the first, or the one with one unit per class).
+        signature: `zoo.deploy.trace.signature_of(model)`, when the caller has it.
+        output_names: the model's output names (`zoo.deploy.trace.name_outputs`) and, optionally, widths:
+            `{name: last-axis size}`.
+    """
+    own = of_model(model)
+    if own is None and class_names is None and task is None and input is None:
+        return None
+    if class_names is not None:
+        if isinstance(class_names, str) or not all(isinstance(c, (str, int)) for c in class_names):
+            raise ValueError(f"class_names must be a list of names. Received: class_names={class_names!r}")
+        class_names = tuple(str(c) for c in class_names)
+        if len(set(class_names)) != len(class_names):
+            dup = sorted({c for c in class_names if class_names.count(c) > 1})
+            raise ValueError(f"class_names has duplicates: {dup}.")
+    widths = dict(output_names or {})
+    if class_names is not None and widths:
+        fitting = [n for n, w in widths.items() if w == len(class_names)]
+        if output is None and fitting:
+            output = fitting[0]
+        elif not fitting:
+            raise ValueError(f"{len(class_names)} class_names given, but no output has {len(class_names)} units: "
+                             f"{', '.join(f'{n} ({w})' for n, w in widths.items())}.")
+    if own is not None:
+        return dataclasses.replace(
+            own, class_names=class_names if class_names is not None else own.class_names,
+            task=task or own.task, input={**own.input, **(input or {})}, output=output or own.output)
+    read = _input_from_model(model, signature)
+    described = {**read, **(input or {})}
+    return ModelMetadata(
+        task=task or ("classification" if class_names is not None else "regression"),
+        input=described, class_names=class_names, output=output or next(iter(widths), "predictions"),
+        description=_input_text(described), source={"model": model.name, "class": type(model).__name__})
+
+
+def _input_from_model(model, signature=None) -> dict:
+    """What the model says of its input: its signature, and the preprocessing layers it holds inside.
+
+    One float input of shape (height, width, 1|3|4) is an image (`zoo.data.raw_input.ImageInput`'s keys);
+    anything else is described as named tensors.
+    """
+    from zoo.deploy.trace import signature_of
+
+    signature = signature or signature_of(model)
+    inside = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        name = type(layer).__name__
+        if name == "Rescaling":
+            inside.append(f"Rescaling(scale={_num(layer.scale)}, offset={_num(layer.offset)})")
+        elif name == "Normalization":
+            inside.append(f"Normalization(mean={_num(getattr(layer, 'mean', None))}, "
+                          f"variance={_num(getattr(layer, 'variance', None))})")
+        elif name in PREPROCESSING:
+            inside.append(name)
+    found: dict = {"preprocessing_inside": inside}
+    (only, *more) = signature.inputs
+    if not more and len(only.shape) == 3 and only.shape[-1] in (1, 3, 4) and None not in only.shape[:2] \
+            and only.dtype.startswith("float"):
+        # Pixels 0-255 where the model rescales them itself; else 0-1, the convention `zoo predict` assumed for
+        # images without metadata. A caller's `input={"scale": ...}` (and mean/std) overrides it.
+        rescaled = any(p.startswith("Rescaling") for p in inside)
+        found.update(kind="image", image_size=list(only.shape[:2]), channels=int(only.shape[2]),
+                     scale="0-255" if rescaled else "0-1")
+    else:
+        found.update(kind="tensors", inputs=[{"name": t.name, "shape": [d for d in t.shape], "dtype": t.dtype}
+                                             for t in signature.inputs])
+    return found
+
+
+def _num(value) -> str:
+    import numpy as np
+
+    if value is None:
+        return "None"
+    array = np.asarray(value, dtype=np.float64).ravel()
+    return f"{array[0]:.6g}" if array.size == 1 else "[" + ", ".join(f"{v:.4g}" for v in array[:8]) + \
+        (", ...]" if array.size > 8 else "]")
+
+
+def _input_text(d: dict) -> str:
+    """The model card's line on the input."""
+    if d.get("kind") == "image":
+        h, w = d["image_size"]
+        parts = [f"images {h}x{w}x{d['channels']}"]
+    else:
+        parts = ["; ".join(f"{t['name']} {tuple(t['shape'])} {t['dtype']}" for t in d.get("inputs", []))]
+    for key in ("channel_order", "scale", "mean", "std"):
+        if d.get(key) is not None:
+            parts.append(f"{key.replace('_', ' ')} {d[key]}")
+    inside = d.get("preprocessing_inside")
+    parts.append(f"inside the model: {', '.join(inside)}" if inside else "no preprocessing inside the model")
+    return ", ".join(parts)
+
+
 # ---------------------------------------------------------------- artifacts on disk
 
 
+OPENVINO_XML = "model.xml"  # an OpenVINO artifact directory's IR (zoo.deploy.formats.openvino.IR_NAME)
+LABELS_FILE = Path("assets") / "labels.txt"  # a classifier SavedModel's class names, one a line
+
+
 def artifact_kind(path) -> str:
-    """"keras", "saved_model", "tflite", "onnx" or "tfjs" for an artifact path (by its layout)."""
+    """"keras", "saved_model", "tflite", "onnx", "tfjs" or "openvino" for an artifact path (by its layout)."""
     path = Path(path)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix in (".keras", ".tflite", ".onnx"):
             return suffix[1:]
-        raise ValueError(f"{path} is not a .keras, .tflite or .onnx file.")
+        if suffix == ".xml":
+            return "openvino"
+        raise ValueError(f"{path} is not a .keras, .tflite, .onnx or OpenVINO .xml file.")
     if (path / "saved_model.pb").is_file():
         return "saved_model"
     if (path / "model.json").is_file():
         return "tfjs"
-    raise ValueError(f"{path} is neither a SavedModel (saved_model.pb) nor a TF.js model (model.json).")
+    if (path / OPENVINO_XML).is_file():
+        return "openvino"
+    raise ValueError(f"{path} is neither a SavedModel (saved_model.pb), a TF.js model (model.json) nor an OpenVINO "
+                     f"IR directory ({OPENVINO_XML}).")
 
 
 def write(path, metadata: ModelMetadata) -> None:
@@ -150,6 +275,44 @@ def _write_saved_model(path: Path, text: str) -> None:
     target = path / SAVED_MODEL_FILE
     target.parent.mkdir(exist_ok=True)
     _replace_file(target, text.encode())
+    class_names = json.loads(text).get("class_names")
+    if class_names:
+        labels = path / LABELS_FILE
+        labels.parent.mkdir(exist_ok=True)
+        _replace_file(labels, "".join(f"{name}\n" for name in class_names).encode())
+
+
+def read_labels(path) -> Optional[list]:
+    """A SavedModel's `assets/labels.txt` as a list (line i: class i), or None without one."""
+    labels = Path(path) / LABELS_FILE
+    return labels.read_text().splitlines() if labels.is_file() else None
+
+
+def _openvino_xml(path: Path) -> Path:
+    return path if path.is_file() else path / OPENVINO_XML
+
+
+def _write_openvino(path: Path, text: str) -> None:
+    """Into the IR's `<rt_info>`, which OpenVINO reads back as `model.get_rt_info()` (the .bin is untouched)."""
+    import xml.etree.ElementTree as ET
+
+    xml = _openvino_xml(path)
+    tree = ET.parse(xml)
+    root = tree.getroot()
+    info = root.find("rt_info")
+    if info is None:
+        info = ET.SubElement(root, "rt_info")
+    for old in info.findall(KEY):
+        info.remove(old)
+    ET.SubElement(info, KEY, value=text)
+    _replace_file(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def _read_openvino(path: Path) -> Optional[str]:
+    import xml.etree.ElementTree as ET
+
+    entry = ET.parse(_openvino_xml(path)).getroot().find(f"rt_info/{KEY}")
+    return None if entry is None else entry.get("value")
 
 
 def _read_saved_model(path: Path) -> Optional[str]:
@@ -232,5 +395,6 @@ def _read_keras(path: Path) -> Optional[str]:
     return None if d is None else json.dumps(d)
 
 
-_WRITERS = {"saved_model": _write_saved_model, "tflite": _write_tflite, "onnx": _write_onnx, "tfjs": _write_tfjs}
+_WRITERS = {"saved_model": _write_saved_model, "tflite": _write_tflite, "onnx": _write_onnx, "tfjs": _write_tfjs,
+            "openvino": _write_openvino}
 _READERS = {**{k: globals()[f"_read_{k}"] for k in _WRITERS}, "keras": _read_keras}

@@ -188,7 +188,8 @@ def read_inputs(art: Artifact, inputs: list, batch_size: int = BATCH_SIZE):
     if kind == "image":
         files, skipped = _readable_images(inputs)
         raw = meta.raw_input
-        return files, (raw.read(files[i:i + batch_size]) for i in range(0, len(files), batch_size)), skipped
+        return files, (_client_side(meta.input, raw.read(files[i:i + batch_size]))
+                       for i in range(0, len(files), batch_size)), skipped
     if kind == "table":
         names, x = _table_rows(meta.raw_input, inputs)
         return names, _chunks(x, batch_size), []
@@ -199,6 +200,17 @@ def read_inputs(art: Artifact, inputs: list, batch_size: int = BATCH_SIZE):
         names, x = _series_windows(meta.raw_input, inputs)
         return names, _chunks(x, batch_size), []
     return _without_metadata(art, inputs, batch_size)
+
+
+def _client_side(described: dict, pixels: np.ndarray) -> np.ndarray:
+    """The preprocessing an image model's metadata says the client does (`zoo.deploy.metadata.describe`):
+    pixels read as 0-255 become 0-1 for `scale: "0-1"`, then `(x - mean) / std` where given."""
+    x = pixels / 255.0 if described.get("scale") == "0-1" else pixels
+    if described.get("mean") is not None:
+        x = x - np.asarray(described["mean"], np.float32)
+    if described.get("std") is not None:
+        x = x / np.asarray(described["std"], np.float32)
+    return x.astype(np.float32)
 
 
 def _readable_images(inputs):

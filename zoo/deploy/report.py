@@ -130,6 +130,13 @@ class ExportReport:
         lines.append(f"- **Input{'s' if len(inputs) > 1 else ''}**: "
                      + ", ".join(f"`{i['name']}` {i['shape']} {i['dtype']}" for i in inputs)
                      + f"; **outputs**: {', '.join(f'`{o}`' for o in m['outputs'])}")
+        if m.get("task"):
+            names = m.get("class_names")
+            lines.append(f"- **Task**: {m['task']}" + (f"; output `{m['predictions_output']}`" if m.get(
+                "predictions_output") else "") + (f"; **classes** ({len(names)}): " + ", ".join(
+                f"`{n}`" for n in names[:50]) + (" ..." if len(names) > 50 else "") if names else ""))
+        if m.get("input_meaning"):
+            lines.append(f"- **Input meaning**: {m['input_meaning']}")
         if m.get("traced_from_text"):
             lines.append(f"- **Signature**: traced from {m['traced_from_text']}")
         if m.get("source"):
@@ -152,7 +159,7 @@ class ExportReport:
         lines.append("|" + "---|" * (len(rows[0]) + 2))
         lines.append("| " + " | ".join(map(str, rows[1])) + " | | |")
         for row, r in zip(rows[2:], self.results):
-            path = Path(r.path).relative_to(self.out_dir) if r.path else ""
+            path = _relative(r.path, self.out_dir) if r.path else ""
             lines.append("| " + " | ".join(map(str, row)) + f" | {r.route or ''} | `{path}` |")
         problems = [r for r in self.results if r.error]
         attempts = [(r, a) for r in self.results for a in r.attempts]
@@ -213,6 +220,14 @@ def options_text(result: ArtifactResult) -> str:
         if value is not None and value != option.default:
             parts.append(f"{option.name}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
     return " ".join(parts)
+
+
+def _relative(path, out_dir) -> str:
+    """`path` under the output directory, or as given where it lies elsewhere (a --export-dir serving root)."""
+    try:
+        return str(Path(path).relative_to(out_dir))
+    except ValueError:
+        return str(path)
 
 
 def _pct(v) -> str:

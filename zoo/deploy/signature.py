@@ -15,6 +15,11 @@ from pathlib import Path
 
 SERVING_SIGNATURE = "serving_default"
 SERVING_TAG = "serve"
+# TF Serving's Classify API runs a signature with this method name (tensorflow_serving/servables/tensorflow/
+# classifier.cc), taking serialized tf.Examples as `inputs` and returning `classes` and `scores`.
+CLASSIFY_SIGNATURE = "classify"
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+CLASSIFY_INPUT = "inputs"
 
 
 def input_specs(model, batch_size: int | None = None, signature=None) -> list:
@@ -37,31 +42,86 @@ def serving_fn(model, signature=None):
     return serve
 
 
-def export_saved_model(model, path: Path | str, batch_size: int | None = None, signature=None) -> Path:
+def classify_fn(model, signature, class_names, output: str):
+    """TF Serving's classify signature for a classifier: serialized `tf.Example`s in (one feature per model
+    input, named as the input, its values flattened), `classes` (the class names, per example) and
+    `scores` (the `output` predictions) out. Returns None where an input's per-example shape is not fully
+    known (a `tf.Example` feature parses to a fixed shape only)."""
+    import tensorflow as tf
+
+    from zoo.deploy.trace import name_outputs
+
+    features = {}
+    for info in signature.inputs:
+        if any(d is None for d in info.shape):
+            return None
+        parsed = tf.string if info.is_string else tf.float32 if info.dtype.startswith(("float", "bfloat")) \
+            else tf.int64  # tf.Example holds float, int64 and bytes lists only
+        features[info.name] = tf.io.FixedLenFeature(info.shape, parsed)
+    labels = tf.constant(list(class_names))
+
+    def classify(serialized):
+        parsed = tf.io.parse_example(serialized, features)
+        named = {info.name: tf.cast(parsed[info.name], info.dtype) if not info.is_string else parsed[info.name]
+                 for info in signature.inputs}
+        scores = name_outputs(model, model(*signature.pack(named), training=False))[output]
+        batch = tf.shape(serialized)[0]
+        return {"classes": tf.tile(labels[tf.newaxis], [batch, 1]), "scores": tf.cast(scores, tf.float32)}
+
+    return classify
+
+
+def _set_method_name(path: Path, key: str, method: str) -> None:
+    """TensorFlow 2 writes every signature as `tensorflow/serving/predict`; TF Serving's Classify checks for
+    its own method name, so the written `saved_model.pb` is patched (atomically)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from zoo.fileio import atomic_write
+
+    proto = saved_model_pb2.SavedModel.FromString((path / "saved_model.pb").read_bytes())
+    for graph in proto.meta_graphs:
+        if key in graph.signature_def:
+            graph.signature_def[key].method_name = method
+    atomic_write(path / "saved_model.pb", lambda f: f.write(proto.SerializeToString()))
+
+
+def export_saved_model(model, path: Path | str, batch_size: int | None = None, signature=None,
+                       metadata=None) -> Path:
     """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
 
     `path` must not exist yet; see `zoo.deploy.serving.layout.publish` for
     the versioned, atomic TF Serving layout. `batch_size` fixes the batch
     axis (TFLite's route for RNNs); by default it is dynamic. `signature`
     (`zoo.deploy.trace.signature_of`) is needed for a subclassed model that
-    was never built.
+    was never built. `metadata` (`zoo.deploy.metadata.ModelMetadata`, default the
+    model's own) is written beside the graph; a classifier's class names also give
+    the SavedModel `assets/labels.txt` and TF Serving's `classify` signature
+    (`classify_fn`), which TF Serving's Classify API and `zoo serve` answer.
     """
     import keras
+    import tensorflow as tf
 
+    from zoo.deploy import metadata as metadata_lib
     from zoo.deploy.layer_rewrites import portable_layers
     from zoo.deploy.trace import signature_of
 
     path = Path(path)
     signature = signature or signature_of(model)
+    meta = metadata if metadata is not None else metadata_lib.of_model(model)
     archive = keras.export.ExportArchive()
     archive.track(model)
+    classify = None
     with portable_layers(model):
         archive.add_endpoint(SERVING_SIGNATURE, serving_fn(model, signature),
                              input_signature=signature.specs(batch_size))
+        if meta is not None and meta.class_names and batch_size is None:
+            classify = classify_fn(model, signature, meta.class_names, meta.output)
+            if classify is not None:
+                archive.add_endpoint(CLASSIFY_SIGNATURE, classify,
+                                     input_signature=[tf.TensorSpec([None], tf.string, name=CLASSIFY_INPUT)])
         archive.write_out(str(path), verbose=False)
-    from zoo.deploy import metadata
-
-    meta = metadata.of_model(model)
+    if classify is not None:
+        _set_method_name(path, CLASSIFY_SIGNATURE, CLASSIFY_METHOD)
     if meta is not None:  # what the model is for, beside the graph (assets.extra/zoo_metadata.json)
-        metadata.write(path, meta)
+        metadata_lib.write(path, meta)
     return path

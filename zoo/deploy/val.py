@@ -1,6 +1,6 @@
 """`zoo val ARTIFACT --data PATH_OR_DATASET` and `zoo.val(...)`: the task metric, measured in the artifact's runtime.
 
-    report = zoo.val("exports/convnet_bn/convnet_bn.onnx", "digits/")   # a folder, a CSV, a series
+    report = zoo.val("exports/convnet_bn/convnet_bn_float32.onnx", "digits/")   # a folder, a CSV, a series
     report = zoo.val("saved_models/convnet_bn", "mnist")                # or a registered dataset
     print(report.table()); report.write("val/")                         # report.json, report.md, a PNG
 

@@ -9,6 +9,12 @@ A format module `zoo/deploy/formats/<name>.py` declares itself and defines two f
     open_runner(path, *, threads=DEFAULT_THREADS, example=None) -> Runner
         the artifact opened in its real runtime; `example` is one input batch a runtime may
         prepare on (LiteRT's XNNPACK), `threads` its intra-op threads
+    unsupported_ops(traced: TracedGraph) -> list[zoo.deploy.diagnose.OpGap]
+        the ops of the model's graph the format cannot run, found in seconds without converting
+        where the format's op set is known (`zoo export --check`, `zoo.deploy.deployability`)
+    route_around(traced: TracedGraph) -> str | None  (optional)
+        where `convert` has a route the traced graph does not show (TFLite's batch-1 graph for RNNs):
+        a note if that route runs with the format's own ops, else None
 
 Export runs both inside the crash-isolated process (`zoo.deploy.isolation`), so a converter
 or runtime that segfaults only fails its own target; the benchmarks call `open_runner` directly.
@@ -245,6 +251,23 @@ class Job:
 
         variant = "unrolled_" + "x".join(map(str, example_shape))
         return self.saved_model(variant, model=model_io.unrolled_copy(self.keras_model(), example_shape))
+
+
+@dataclasses.dataclass
+class TracedGraph:
+    """The model traced once, what each format's `unsupported_ops` inspects (`zoo.deploy.deployability`).
+
+    `concrete_function` is the export's serving function (named inputs with a dynamic batch axis, named
+    outputs); `graph_def` is it frozen with control flow v2 kept (`While`, TensorList ops) and functions
+    inlined, as tf2onnx and the TF.js converter's RNN route freeze it.
+    """
+
+    model: object  # the Keras model, kept alive: the function captures its variables
+    concrete_function: object
+    graph_def: object
+    options: dict = dataclasses.field(default_factory=dict)  # format options given, e.g. {"opset": 17}
+    recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers (formats with RNN routes)
+    retrace: object = None  # batch_size -> the same model traced with that fixed batch (a TracedGraph)
 
 
 def unrolled_note(example_shape: tuple) -> str:

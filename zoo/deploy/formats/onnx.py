@@ -54,6 +54,13 @@ def _float_proto(job: Job):
     return proto, rewrites
 
 
+def unsupported_ops(traced) -> list:
+    """The graph's ops tf2onnx has no handler for at the opset (`onnx_convert.unsupported_tf_ops`)."""
+    from zoo.deploy.formats.onnx_convert import unsupported_tf_ops
+
+    return unsupported_tf_ops(traced.graph_def, traced.options.get("opset") or FORMAT.option("opset").default)
+
+
 def convert(job: Job) -> Converted:
     from zoo.deploy.ptq import onnx_static
     precision, options = job.target.variant, job.target.options
@@ -96,11 +103,18 @@ def _calibration(job: Job) -> dict[str, np.ndarray]:
             for k, v in x.items()}
 
 
+# ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers that write a new int8
+# range (zoo.deploy.ptq.budget.NEW_RANGE).
+WEIGHTED_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")
+NEW_RANGE_OPS = ("Add", "Sub", "Mul", "Sum", "Mean", "Concat", "GlobalAveragePool", "AveragePool", "ReduceMean")
+
+
 def layer_nodes(model_path, layers) -> dict[str, list[str]]:
-    """Keras layer -> the names of the ONNX nodes that compute its weighted op.
+    """Keras layer -> the names of the ONNX nodes that compute its weighted op (or its add, pooling, ...).
 
     tf2onnx renames convolutions (`Conv__62`), but their weights keep the TF name scope of the Keras
-    layer (`model_1/stage1_conv_1/...`), so a node belongs to the layer its weight is named after.
+    layer (`model_1/stage1_conv_1/...`), so a node belongs to the layer its weight is named after;
+    a weightless op keeps that scope in its own name or its output's.
     """
     import onnx
 
@@ -109,7 +123,7 @@ def layer_nodes(model_path, layers) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     patterns = {layer: re.compile(rf"(^|/){re.escape(layer)}(_\d+)?/") for layer in layers}
     for node in model.graph.node:
-        if node.op_type not in ("Conv", "MatMul", "Gemm", "ConvTranspose"):
+        if node.op_type not in WEIGHTED_OPS + NEW_RANGE_OPS:
             continue
         names = [node.name, *node.output, *(i for i in node.input[1:] if i in initializers)]
         for layer, pattern in patterns.items():

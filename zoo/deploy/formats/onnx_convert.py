@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from zoo.deploy.diagnose import unsupported_ops_error
+from zoo.deploy.diagnose import OpGap, unknown_ops, unsupported_ops_error
+
+REWRITTEN = frozenset({"Erfc"})  # rewritten here before tf2onnx sees the graph
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +140,26 @@ def unconverted_nodes(proto) -> dict[str, list[str]]:
 
     walk(proto.graph)
     return found
+
+
+def supported_tf_ops(opset: int) -> frozenset:
+    """The TensorFlow ops tf2onnx converts at `opset`: its handler registry, stacked up to that opset
+    (`tf2onnx.handler.tf_op.create_mapping`, what `process_tf_graph` maps with)."""
+    import tf2onnx.custom_opsets  # noqa: F401  registers the handlers, as tf2onnx.tfonnx imports them
+    import tf2onnx.onnx_opset  # noqa: F401
+    from tf2onnx import handler
+
+    return frozenset(handler.tf_op.create_mapping(opset, [])) | REWRITTEN
+
+
+def unsupported_tf_ops(graph_def, opset: int) -> list[OpGap]:
+    """The ops of a frozen TensorFlow graph that tf2onnx has no handler for at `opset`.
+
+    A handler can still fail on a node's attributes (the conversion then says so); an op without one
+    always fails, so this answers before a conversion for the case that matters most.
+    """
+    unknown = unknown_ops(graph_def, supported_tf_ops(opset))
+    return [OpGap(op, tuple(nodes)) for op, nodes in sorted(unknown.items())]
 
 
 POOLS_PADDING_WITH_MINUS_INF = ("MaxPool",)

@@ -48,6 +48,42 @@ def _require():
         raise ImportError("The openvino format needs OpenVINO: pip install 'zoo[openvino]' (openvino, nncf).") from None
 
 
+def unsupported_ops(traced) -> list:
+    """The graph's ops OpenVINO's TensorFlow frontend cannot convert.
+
+    `convert_partially` converts what it can and leaves each op it cannot as a framework node
+    (`FrameworkNode`, its TensorFlow type kept), in milliseconds for a frozen GraphDef read from a file.
+    """
+    _require()
+    import tempfile
+
+    from openvino.frontend import FrontEndManager
+
+    from zoo.deploy.diagnose import OpGap
+
+    frontend = FrontEndManager().load_by_framework("tf")
+    with tempfile.TemporaryDirectory(prefix="zoo-openvino-check-") as scratch:
+        path = os.path.join(scratch, "frozen.pb")
+        with open(path, "wb") as f:
+            f.write(traced.graph_def.SerializeToString())
+        model = frontend.convert_partially(frontend.load(path))
+    found: dict[str, list[str]] = {}
+    graph = traced.graph_def  # a framework node keeps the TensorFlow node's name, not its op: look it up
+    op_of = {n.name: n.op for n in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]}
+
+    def walk(ov_model):
+        for op in ov_model.get_ordered_ops():
+            if "FrameworkNode" in op.get_type_name():
+                name = op.get_friendly_name()
+                kind = op_of.get(name) or op_of.get(name.split(":")[0]) or name.rsplit("/", 1)[-1]
+                found.setdefault(kind, []).append(name)
+            for i in range(getattr(op, "get_internal_subgraphs_size", lambda: 0)()):  # loop bodies
+                walk(op.get_function(i))
+
+    walk(model)
+    return [OpGap(op, tuple(nodes)) for op, nodes in sorted(found.items())]
+
+
 def convert(job: Job) -> Converted:
     _require()
     import openvino as ov

@@ -92,6 +92,11 @@ class SavedModelRunner(Runner):
             self.named(x), 1000)
 
 
+def unsupported_ops(traced) -> list:
+    """None: a SavedModel holds every TensorFlow op the model was traced with."""
+    return []
+
+
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> SavedModelRunner:
     """The SavedModel's `serving_default` in TensorFlow. `threads` is not applied: TensorFlow's thread
     pools are per process, set once before the first op runs."""

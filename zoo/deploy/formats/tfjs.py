@@ -53,6 +53,13 @@ RUNNER_JS = JS_DIR / "run_tfjs.js"
 CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
 
 
+def unsupported_ops(traced) -> list:
+    """The graph's ops that tfjs cannot run (its converter's op lists; `tfjs_ops`)."""
+    from zoo.deploy.formats import tfjs_ops
+
+    return tfjs_ops.unsupported_graph_ops(traced.graph_def)
+
+
 def routes(recurrent: bool) -> list:
     """Routes to try, in order, for a model with (or without) RNN layers."""
     if not recurrent:

@@ -26,7 +26,7 @@ import functools
 import json
 from pathlib import Path
 
-from zoo.deploy.diagnose import unsupported_ops_error
+from zoo.deploy.diagnose import OpGap, unknown_ops, unsupported_ops_error
 
 # Ops the converter adds itself or that tfjs resolves without a kernel of that name.
 _ALWAYS = frozenset({"Placeholder", "Const", "Identity", "NoOp", "_FusedConv2D", "_FusedMatMul",
@@ -38,11 +38,15 @@ REWRITTEN = frozenset({"Erfc", "StatefulPartitionedCall", "PartitionedCall"})  #
 
 @functools.lru_cache(maxsize=1)
 def supported_ops() -> frozenset:
-    """The TensorFlow op names tfjs runs, from the converter's op lists."""
-    import tensorflowjs
+    """The TensorFlow op names tfjs runs, from the converter's op lists (found without importing
+    tensorflowjs, whose import needs `zoo.deploy._tfjs_shim` and loads the converter)."""
+    import importlib.util
 
+    spec = importlib.util.find_spec("tensorflowjs")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("TF.js's op lists come with tensorflowjs, which is not installed.")
     names = set(_ALWAYS)
-    for path in (Path(tensorflowjs.__file__).parent / "op_list").glob("*.json"):
+    for path in (Path(next(iter(spec.submodule_search_locations))) / "op_list").glob("*.json"):
         names.update(entry["tfOpName"] for entry in json.loads(path.read_text()))
     return frozenset(names)
 
@@ -121,14 +125,15 @@ def check_saved_model_ops(saved_model_dir, layers: dict[str, str], signature_key
 
     loaded = tf.saved_model.load(str(saved_model_dir))  # kept alive: the signature references its variables
     graph_def = convert_variables_to_constants_v2(loaded.signatures[signature_key]).graph.as_graph_def()
-    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    known = supported_ops() | REWRITTEN
-    unknown: dict[str, list[str]] = {}
-    for node in nodes:
-        if node.op not in known:
-            unknown.setdefault(node.op, []).append(node.name)
+    unknown = unknown_ops(graph_def, supported_ops() | REWRITTEN)
     if unknown:
         raise unsupported_ops_error("TF.js (tfjs 4.22)", unknown, layers)
+
+
+def unsupported_graph_ops(graph_def) -> list[OpGap]:
+    """The ops of a frozen TensorFlow graph (control flow v2, as the export's RNN route converts it)
+    that tfjs cannot run: `zoo export --check`'s TF.js answer, before any conversion."""
+    return [OpGap(op, tuple(nodes)) for op, nodes in sorted(unknown_ops(graph_def, supported_ops() | REWRITTEN).items())]
 
 
 def check_ops(model_dir, layers: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.core.options import BOOL, Option
-from zoo.deploy.diagnose import UnsupportedOpsError, unsupported_ops_error
+from zoo.deploy.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
 from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
                                      CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
                                      predict_in_chunks, unrolled_note)
@@ -199,6 +199,109 @@ def _flex_hint(error: Exception, options: dict) -> str:
         return ""
     return (f" [ops without a TFLite builtin: {', '.join(ops)}; they would run only as Flex (TF Select) ops: pass "
             "allow_flex=True / --allow-flex to allow that]")
+
+
+FLEX_NEEDS = "the Flex delegate (TF Select: allow_flex=True / --allow-flex, and the app links it)"
+
+
+def unsupported_ops(traced) -> list[OpGap]:
+    """The ops without a TFLite builtin in the model's dynamic-batch graph, and which of them Flex could run.
+
+    TFLite publishes no list of the TensorFlow ops its builtins cover (legalization happens in the
+    converter's MLIR passes), so the converter is the only way to know: one conversion with Flex and
+    custom ops allowed always completes and marks each op the builtins lack, as a `Flex<Op>` (runs with
+    the Flex delegate) or a custom op (nothing in TFLite runs it). Its output tensors keep the graph's
+    node names, so each op is traced back to its Keras layer.
+    """
+    import tensorflow as tf
+
+    from zoo.deploy.diagnose import TABLE_OPS, graph_nodes
+
+    if any(op in TABLE_OPS for op, _ in graph_nodes(traced.graph_def)):
+        # Lookup tables are resources, which the frozen-graph path turns into placeholders: the model's own
+        # function through the SavedModel path, as export converts it.
+        converter = tf.lite.TFLiteConverter.from_concrete_functions([traced.concrete_function], traced.model)
+    else:
+        # The frozen graph with its weights as one-value (splat) constants: the same ops, shapes and names,
+        # without the megabytes the converter would copy and fold (ConvNeXt-T: 9.1 s -> 3.8 s), and no
+        # SavedModel written and retraced.
+        function, holder = _weightless(traced)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions([function], holder)
+        converter.experimental_lower_to_saved_model = False
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+    converter.allow_custom_ops = True
+    try:
+        flatbuffer = converter.convert()
+    except Exception as e:
+        unsupported = tflite_unsupported_ops(str(e))
+        if not unsupported:
+            raise
+        return [OpGap(op, tuple(nodes)) for op, nodes in sorted(unsupported.items())]
+    gaps = []
+    for code, nodes in sorted(non_builtin_ops(flatbuffer).items()):
+        if code.startswith(FLEX_PREFIX):
+            gaps.append(OpGap(code[len(FLEX_PREFIX):], tuple(nodes), needs=FLEX_NEEDS))
+        else:
+            gaps.append(OpGap(code, tuple(nodes)))
+    return gaps
+
+
+SPLAT_MIN_ELEMENTS = 1024  # float constants this large (weights) become splats for the op check
+SPLAT_VALUE = 0.37  # neither 0 nor 1, which the converter could fold away (x * 0, x * 1)
+
+
+def _weightless(traced):
+    """`(function, holder)`: the traced model's frozen graph, its large float constants replaced by splat
+    constants of the same shape (a `TensorProto` holding one value), as a concrete function again."""
+    import tensorflow as tf
+    from tensorflow.core.framework import graph_pb2, tensor_pb2
+
+    graph = graph_pb2.GraphDef()
+    graph.CopyFrom(traced.graph_def)
+    for node in graph.node:
+        if node.op != "Const":
+            continue
+        tensor = node.attr["value"].tensor
+        size = int(np.prod([d.size for d in tensor.tensor_shape.dim])) if tensor.tensor_shape.dim else 1
+        if size >= SPLAT_MIN_ELEMENTS and tensor.dtype == tf.float32.as_datatype_enum:
+            node.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(
+                dtype=tensor.dtype, tensor_shape=tensor.tensor_shape, float_val=[SPLAT_VALUE]))
+    holder = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph, name=""), [])
+    function = traced.concrete_function
+    inputs = [holder.graph.get_tensor_by_name(t.name) for t in function.inputs if t.dtype != tf.resource]
+    outputs = [holder.graph.get_tensor_by_name(t.name) for t in function.outputs]
+    return holder.prune(inputs, outputs), holder
+
+
+def route_around(traced) -> str | None:
+    """For an RNN model: whether `convert`'s `fixed_batch` route (the batch axis fixed to 1, so the loop's
+    TensorLists are static and lower to builtins) needs no Flex or custom op, by converting that graph."""
+    if not traced.recurrent or traced.retrace is None:
+        return None
+    if unsupported_ops(traced.retrace(1)):
+        return None
+    return ("zoo export's fixed_batch route (batch axis fixed to 1) converts it with builtin ops only: "
+            "checked by converting that graph")
+
+
+def non_builtin_ops(flatbuffer: bytes) -> dict[str, list[str]]:
+    """custom op code (`Flex<Op>` or a custom op's name) -> the names of the tensors its operators output,
+    over every subgraph (loop bodies too)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(flatbuffer, 0)
+    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
+    found: dict[str, list[str]] = {}
+    for s in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(s)
+        for i in range(graph.OperatorsLength()):
+            op = graph.Operators(i)
+            code = codes[op.OpcodeIndex()]
+            if code:
+                names = [graph.Tensors(op.Outputs(j)).Name().decode() for j in range(op.OutputsLength())
+                         if op.Outputs(j) >= 0]
+                found.setdefault(code, []).append(names[0] if names else "")
+    return found
 
 
 def flex_ops(flatbuffer: bytes) -> list[str]:

@@ -111,6 +111,12 @@ def scan(path) -> ScanReport:
         findings, items = reader.scan(resolved)
     except RecursionError:
         raise ArtifactError(f"{path} nests deeper than the scanner follows; refusing it.") from None
+    except ArtifactError:
+        raise
+    except Exception as e:  # a truncated or corrupt file the format's parser cannot read (struct.error, DecodeError)
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        raise ArtifactError(f"{path} cannot be read as a {kind} artifact, it is damaged or incomplete: "
+                            f"{type(e).__name__}{': ' + lines[0][:200] if lines else ''}.") from None
     return ScanReport(os.fspath(path), kind, findings, time.perf_counter() - start, items)
 
 

@@ -10,7 +10,8 @@ from zoo.errors import ZooError
 
 
 class ArtifactError(ZooError, ValueError):
-    """A path that is not a model artifact the scanner can read (missing, unknown kind, corrupt)."""
+    """A path that is not a model artifact zoo can read or open (missing, unknown kind, corrupt), saying what
+    was found there; raised by the scanner and by `zoo.deploy.load` alike."""
 
 
 class UnsafeArtifactError(ZooError, PermissionError):

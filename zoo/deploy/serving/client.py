@@ -2,6 +2,7 @@
 
 >>> Client("http://127.0.0.1:8501").predict(images, model="convnet_bn")["predictions"]
 >>> Client("grpc://127.0.0.1:8500").status(model="convnet_bn")
+>>> Client("grpc://127.0.0.1:8500").classify([{"image": image}], model="convnet_bn")  # [[("cat", 0.91), ...]]
 
 Both transports return the same thing: predictions as `{output_name: np.ndarray}`,
 metadata and status as the JSON-shaped dicts of TF Serving's REST API. A failed
@@ -16,7 +17,7 @@ import urllib.parse
 import numpy as np
 
 from zoo.deploy.serving.errors import HTTP_STATUS, ServingError
-from zoo.deploy.signature import SERVING_SIGNATURE
+from zoo.deploy.signature import CLASSIFY_SIGNATURE, SERVING_SIGNATURE
 
 
 class Client:
@@ -40,6 +41,15 @@ class Client:
                 signature_name: str = SERVING_SIGNATURE) -> dict[str, np.ndarray]:
         """`inputs` is an array (for a single-input signature) or `{input_name: array}`, batch first."""
         return self._impl.predict(inputs, _Spec(model, version, label, signature_name))
+
+    def classify(self, examples, *, model: str, version: int | None = None, label: str | None = None,
+                 signature_name: str = CLASSIFY_SIGNATURE) -> list[list[tuple[str, float]]]:
+        """TF Serving's Classify: `examples` is a list of `{feature name: value}` (one feature per model
+        input, named as the input; arrays are flattened). Returns, per example, `(class name, score)` for
+        every class in the model's order."""
+        if not isinstance(examples, (list, tuple)) or not all(isinstance(e, dict) for e in examples):
+            raise ValueError("examples must be a list of {feature name: value} dicts, one per example.")
+        return self._impl.classify(list(examples), _Spec(model, version, label, signature_name))
 
     def metadata(self, *, model: str, version: int | None = None, label: str | None = None) -> dict:
         return self._impl.metadata(_Spec(model, version, label))
@@ -123,6 +133,13 @@ class _Rest:
             self._output_names[key] = list(sig["outputs"])
         return {self._output_names[key][0]: np.asarray(outputs)}
 
+    def classify(self, examples: list, spec: _Spec) -> list[list[tuple[str, float]]]:
+        body = {"signature_name": spec.signature_name,
+                "examples": [{k: (_json_ready(np.asarray(v).ravel()) if not isinstance(v, (str, bytes)) else
+                                  _json_ready(np.asarray([v]))) for k, v in e.items()} for e in examples]}
+        result = self._call("POST", spec.path() + ":classify", json=body)["result"]
+        return [[(str(label), float(score)) for label, score in row] for row in result]
+
     def metadata(self, spec: _Spec) -> dict:
         return self._call("GET", spec.path() + "/metadata")
 
@@ -169,6 +186,17 @@ class _Grpc:
         response = self._call(self._predict.Predict, request)
         return {k: tf.make_ndarray(v) for k, v in response.outputs.items()}
 
+    def classify(self, examples: list, spec: _Spec) -> list[list[tuple[str, float]]]:
+        from tensorflow_serving.apis import classification_pb2
+
+        request = classification_pb2.ClassificationRequest()
+        spec.fill(request.model_spec)
+        request.model_spec.signature_name = spec.signature_name
+        for features in examples:
+            _fill_example(request.input.example_list.examples.add(), features)
+        response = self._call(self._predict.Classify, request)
+        return [[(c.label, c.score) for c in row.classes] for row in response.result.classifications]
+
     def _input_name(self, spec: _Spec) -> str:
         key = (spec.model, spec.version, spec.label, spec.signature_name)
         if key not in self._input_names:
@@ -207,3 +235,17 @@ class _Grpc:
 
     def close(self) -> None:
         self._channel.close()
+
+
+def _fill_example(example, features: dict) -> None:
+    """`{name: value}` into a `tf.Example`: strings and bytes as bytes lists, integers as int64 lists,
+    anything else as float lists (what the classify signature parses each model input as)."""
+    for name, value in features.items():
+        array = np.asarray(value).ravel()
+        feature = example.features.feature[name]
+        if array.dtype.kind in "SUO":
+            feature.bytes_list.value.extend(v if isinstance(v, bytes) else str(v).encode() for v in array)
+        elif array.dtype.kind in "iub":
+            feature.int64_list.value.extend(int(v) for v in array)
+        else:
+            feature.float_list.value.extend(float(v) for v in array)

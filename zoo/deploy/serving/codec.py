@@ -224,6 +224,11 @@ def _check_depth(stripped: bytes, max_depth: int) -> None:
                       "(nested arrays deeper than any input's rank).")
 
 
+def check_json_depth(body: bytes, max_depth: int) -> None:
+    """`_check_depth` of a raw JSON body (its strings blanked first): for bodies other than predict's."""
+    _check_depth(_STRING.sub(b'""', body), max_depth)
+
+
 def parse_predict_body(body: bytes, signature_for, *, max_depth: int = 32,
                        allow_non_finite: bool = False) -> tuple[str, dict[str, np.ndarray], bool]:
     """A REST predict body -> (signature_name, `{input_name: array}`, row_format).

@@ -1,7 +1,8 @@
 """TF Serving's gRPC services over a `ModelStore`, on the generated servicer base classes.
 
-`tensorflow.serving.PredictionService` (`Predict`, `GetModelMetadata`;
-`tensorflow_serving/apis/prediction_service.proto`) and
+`tensorflow.serving.PredictionService` (`Predict`, `Classify`, `GetModelMetadata`;
+`tensorflow_serving/apis/prediction_service.proto`; Classify runs a model's classify signature,
+`zoo.deploy.serving.classify`) and
 `tensorflow.serving.ModelService` (`GetModelStatus`; `model_service.proto`).
 Failures abort the call with the canonical code and TF Serving's message:
 INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED (message size, decoded tensor size, a
@@ -23,6 +24,7 @@ import time
 import grpc
 from google.protobuf.message import DecodeError
 from tensorflow_serving.apis import (
+    classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
     model_service_pb2_grpc,
@@ -30,7 +32,7 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from zoo.deploy.serving import codec
+from zoo.deploy.serving import classify, codec
 from zoo.deploy.serving.errors import ServingError, runtime_error
 from zoo.deploy.serving.limits import Admission, Limits
 from zoo.deploy.serving.metadata import metadata_response
@@ -97,6 +99,19 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return response
 
     @_aborts_on_serving_error
+    def Classify(self, request, context):
+        ticket = self.admission.enter()
+        remaining = context.time_remaining()
+        timeout = min(self.limits.request_timeout_s, remaining if remaining is not None else float("inf"))
+        deadline = time.monotonic() + timeout
+        with self.admission.slot(ticket, deadline):
+            servable = self.store.resolve(*_spec(request.model_spec))
+            response = classify.classify(self.store, servable, request)
+        if time.monotonic() > deadline:
+            raise self.admission.expire(timeout, "running the classification")
+        return response
+
+    @_aborts_on_serving_error
     def GetModelMetadata(self, request, context):
         servable = self.store.resolve(*_spec(request.model_spec))
         return metadata_response(servable, tuple(request.metadata_field))
@@ -132,6 +147,8 @@ def add_services(server: grpc.Server, store: ModelStore, limits: Limits, admissi
     server.add_generic_rpc_handlers((
         grpc.method_handlers_generic_handler("tensorflow.serving.PredictionService", {
             "Predict": _handler(predict.Predict, predict_pb2.PredictRequest, predict_pb2.PredictResponse),
+            "Classify": _handler(predict.Classify, classification_pb2.ClassificationRequest,
+                                 classification_pb2.ClassificationResponse),
             "GetModelMetadata": _handler(predict.GetModelMetadata, get_model_metadata_pb2.GetModelMetadataRequest,
                                          get_model_metadata_pb2.GetModelMetadataResponse),
         }),

@@ -3,6 +3,7 @@
     GET  /v1/models/NAME[/versions/N | /labels/L]            model status
     GET  /v1/models/NAME[/versions/N | /labels/L]/metadata   signature defs
     POST /v1/models/NAME[/versions/N | /labels/L]:predict    prediction
+    POST /v1/models/NAME[/versions/N | /labels/L]:classify   classification (a classify signature; classify.py)
 
     GET  /v1/openapi.json                                    this API as OpenAPI 3 (openapi.py)
 
@@ -17,6 +18,7 @@ next to the predictions (TF Serving sends them silently).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -28,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from zoo.deploy.serving import codec
+from zoo.deploy.serving import classify, codec
 from zoo.deploy.serving.errors import ServingError, invalid, runtime_error
 from zoo.deploy.serving.limits import Admission, Limits
 from zoo.deploy.serving.metadata import metadata_json, metadata_response
@@ -95,7 +97,9 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
             response["warnings"] = warnings
         return response
 
-    async def predict_call(request: Request, name, version, label) -> Response:
+    async def call(request: Request, name, version, label, run, what: str) -> Response:
+        """One admitted request: read the body, resolve the servable, `run(servable, body, ticket, deadline)`
+        in a worker thread, all within the request deadline."""
         ticket = admission.enter()
         deadline = time.monotonic() + limits.request_timeout_s
         try:
@@ -104,14 +108,31 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
                 servable = store.resolve(name, version, label)
                 # abandon_on_cancel: at the deadline the client gets its 504 at once; the thread finishes its
                 # run (TensorFlow cannot stop one) and only then frees its slot.
-                return _json(await anyio.to_thread.run_sync(predict, servable, body, ticket, deadline,
+                return _json(await anyio.to_thread.run_sync(run, servable, body, ticket, deadline,
                                                             abandon_on_cancel=True, limiter=threads))
         except TimeoutError:
-            raise admission.expire(limits.request_timeout_s, "reading the request or running the prediction") \
-                from None
+            raise admission.expire(limits.request_timeout_s, f"reading the request or running the {what}") from None
         finally:
             if not ticket.started:
                 ticket.close()
+
+    async def predict_call(request: Request, name, version, label) -> Response:
+        return await call(request, name, version, label, predict, "prediction")
+
+    def run_classify(servable, body: bytes, ticket, deadline: float) -> dict:
+        with admission.slot(ticket, deadline):
+            codec.check_json_depth(body, limits.max_json_depth)
+            try:
+                parsed = json.loads(body)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise invalid(f"JSON Parse error: {e}") from None
+            response = classify.classify(store, servable, classify.request_from_json(parsed, servable.name, servable))
+        if time.monotonic() > deadline:
+            raise admission.expire(limits.request_timeout_s, "running the classification")
+        return classify.result_json(response)
+
+    async def classify_call(request: Request, name, version, label) -> Response:
+        return await call(request, name, version, label, run_classify, "classification")
 
     async def models(request: Request) -> Response:
         m = _PATH.match(request.path_params["path"])
@@ -127,7 +148,9 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
                 return _json(metadata_json(metadata_response(servable)))
             if request.method == "POST" and verb == ":predict":
                 return await predict_call(request, name, version, label)
-            if request.method == "POST" and verb in (":classify", ":regress"):
+            if request.method == "POST" and verb == ":classify":
+                return await classify_call(request, name, version, label)
+            if request.method == "POST" and verb == ":regress":
                 _classify_or_regress(store.resolve(name, version, label), verb[1:])
             raise invalid(f"Malformed request: {request.method} {request.url.path}")
         except ServingError as e:
@@ -155,7 +178,7 @@ def create_app(store: ModelStore, limits: Limits | None = None, admission: Admis
 def _classify_or_regress(servable, verb: str):
     """TF Serving's answer for a model without such a signature (`tensorflow_serving/servables/tensorflow/
     classifier.cc`: "Expected classification signature method_name to be ..."), else UNIMPLEMENTED: this
-    server runs predict only."""
+    server runs predict and classify (regress is left out)."""
     method = f"tensorflow/serving/{verb}"
     found = {key: sig.method_name for key, sig in servable.signature_defs.items()}
     if method not in found.values():
