@@ -496,7 +496,8 @@ def markdown(data: dict) -> str:
             texts.append(_cell_text({**cell, "_key": key} if cell else None))
             if cell and cell["status"] not in ("passed", "exported"):
                 reasons.append(f"- **{name} {key}**: {failure_reason(key, cell, row)}")
-        params = f"{row['params'] / 1e6:.1f}M" if row.get("params") else ""
+        count = row.get("params") or 0
+        params = f"{count / 1e6:.1f}M" if count >= 1e5 else f"{count / 1e3:.0f}k" if count else ""
         acc = f"{row['keras_accuracy']:.0%}" if row.get("keras_accuracy") is not None else ""
         preprocess = (row["preprocess"] or "").removeprefix("keras.applications.").removesuffix(".preprocess_input") \
             if "preprocess" in row else "none (raw 0-255)" if row.get("source") == "keras.applications" else ""
