@@ -89,6 +89,6 @@ def test_failure_reasons_say_why_and_what_to_do():
             "error": "argmax agreement 97.00% < 99%"}
     why = compat.failure_reason("onnx[int8]", int8, row)
     assert "97%" in why and "90%" in why and "88%" in why and "float32 passes" in why
-    assert "max_accuracy_drop" in why and "--qat-from" in why
+    assert "--qat-from" in why and "float16" in why
     error = "UnsupportedOpsError: TFLite cannot run 1 op type(s): StringSplitV2 x1 in 'vectorize' (TextVectorization)."
     assert compat.failure_reason("tflite[float32]", {"status": "export_failed", "error": error}, row) == error
