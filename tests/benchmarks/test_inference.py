@@ -17,7 +17,7 @@ from zoo.benchmarks.flops import flops_by_layer, forward_flops
 def test_flops_of_a_tiny_model_match_a_hand_count():
     inputs = keras.Input((8, 8, 3))
     x = keras.layers.Conv2D(4, 3, padding="valid", use_bias=False, name="conv")(inputs)  # 6x6x4 out
-    x = keras.layers.Flatten()(x)
+    x = keras.layers.Flatten(name="flatten")(x)
     outputs = keras.layers.Dense(5, name="dense")(x)  # 144 -> 5, with bias
     model = keras.Model(inputs, outputs)
     conv = 2 * (6 * 6 * 4) * (3 * 3 * 3)

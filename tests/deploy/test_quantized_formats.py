@@ -145,6 +145,55 @@ def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_pa
     assert details["size_bytes"]["int8"] < details["size_bytes"]["chosen"]  # the cost of the float layer
 
 
+def _outlier_residual_model():
+    """dense -> add(dense, constant outlier channel) -> classifier: the add's int8 range is the outlier's.
+
+    Channel 0 of the residual branch is a constant 10^4 that the classifier ignores, so the float model is the
+    trained one; per-tensor int8 of the add's output (and the classifier's input) then spends its 256 steps on
+    0..10^4 and rounds every informative value to 0. Keeping the dense layers float does not help: only the add
+    and the layer reading it hold the range.
+    """
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((28, 28, 1), name="image")
+    flat = keras.layers.Flatten(name="flatten")(inputs)
+    hidden = keras.layers.Dense(16, activation="relu", name="hidden")(flat)
+    branch = keras.layers.Dense(16, name="branch", kernel_initializer="zeros")(flat)
+    stream = keras.layers.Add(name="residual_add")([hidden, branch])
+    outputs = keras.layers.Dense(4, activation="softmax", name="classifier")(stream)
+    model = ZooModel(inputs, outputs, name="outlier_residual")
+    model.get_layer("branch").trainable = False
+    model.compile(keras.optimizers.Adam(3e-3), "sparse_categorical_crossentropy", jit_compile=False)
+    x, y = _data()
+    model.fit(x, y, batch_size=32, epochs=3, verbose=0)
+    kernel, bias = model.get_layer("branch").get_weights()
+    bias[0] = 1e4
+    model.get_layer("branch").set_weights([kernel, bias])
+    kernel, bias = model.get_layer("classifier").get_weights()
+    kernel[0, :] = 0.0
+    model.get_layer("classifier").set_weights([kernel, bias])
+    return model
+
+
+@pytest.mark.parametrize("runtime", [
+    pytest.param("tflite", marks=pytest.mark.skipif(not HAS_AEQ, reason="ai-edge-quantizer not installed")),
+    "onnx",
+])
+def test_accuracy_budget_can_keep_a_residual_add_float(runtime, tmp_path):
+    model = _outlier_residual_model()
+    x, y = _data(400, seed=3)
+    val = _data(400, seed=4)
+    float_accuracy = float(np.mean(np.argmax(model.predict(val[0], verbose=0), -1) == val[1]))
+    assert float_accuracy > 0.9  # the outlier channel leaves the float model as trained
+    report = zoo.deploy.export(model, tmp_path, [runtime], precision="int8", representative_data=x[:100],
+                               max_accuracy_drop=1.0, validation_data=val, test_data=(x, y), latency_runs=0,
+                               isolate=False)
+    details = report.result(runtime, "int8").details
+    assert details["full_int8_drop"] > 20, details  # every layer int8: the add's range ruins the stream
+    assert "residual_add" in details["sensitivity_points"]  # a candidate, though it has no weights
+    assert "residual_add" in details["float_layers"]
+    assert details["within_budget"] and details["final_drop"] <= 1.0, details
+
+
 @keras.saving.register_keras_serializable(package="zoo_test")
 class Determinant(keras.layers.Layer):
     """det of a 2x2 view of the input: TensorFlow's MatrixDeterminant, which has no TFLite builtin."""

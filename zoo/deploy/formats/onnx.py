@@ -103,10 +103,11 @@ def _calibration(job: Job) -> dict[str, np.ndarray]:
             for k, v in x.items()}
 
 
-# ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers that write a new int8
-# range (zoo.deploy.ptq.budget.NEW_RANGE).
+# ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers the budget may keep
+# float (zoo.deploy.ptq.budget.quantizable_layers: adds, pooling, concatenation, softmax, custom layers' ops).
 WEIGHTED_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")
-NEW_RANGE_OPS = ("Add", "Sub", "Mul", "Sum", "Mean", "Concat", "GlobalAveragePool", "AveragePool", "ReduceMean")
+NEW_RANGE_OPS = ("Add", "Sub", "Mul", "Sum", "Mean", "Concat", "GlobalAveragePool", "AveragePool", "ReduceMean",
+                 "Softmax", "Slice", "Pad")
 
 
 def layer_nodes(model_path, layers) -> dict[str, list[str]]:

@@ -326,7 +326,9 @@ def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, 
     rep = np.asarray(rep[: job.target.options.get("calibration_samples") or 200], np.float32)
     if example_shape is not None:
         rep = rep.reshape(len(rep), *example_shape)
-    selective = SelectiveQuantizer(float_model, rep)
+    model = job.keras_model()
+    outputs = [t._keras_history.operation.name for t in model.outputs]
+    selective = SelectiveQuantizer(float_model, rep, output_layers=outputs)
     scratch = os.path.join(job.work_dir, f"budget_tflite_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.tflite")
@@ -340,7 +342,7 @@ def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, 
             f.write(selective.quantize(exclude=exclude, only=only))
         return path
 
-    result = budget.run(job, budget.quantizable_layers(job.keras_model()), quantize, float_path, open_runner)
+    result = budget.run(job, budget.quantizable_layers(model), quantize, float_path, open_runner)
     with open(result.chosen.path, "rb") as f:
         return f.read(), result.details
 

@@ -133,10 +133,30 @@ NEW_RANGE = ("Add", "Subtract", "Multiply", "Average", "Concatenate", "GlobalAve
              "GlobalAveragePooling2D", "AveragePooling1D", "AveragePooling2D")
 
 
+# Layers that int8 computes with no error of their own: folded into the op before them (BatchNorm, ReLU), only
+# moving values (reshapes, max pooling keep the input's scale), or gone in inference (dropout).
+NO_OWN_ERROR = ("InputLayer", "BatchNormalization", "ReLU", "Flatten", "Reshape", "Permute", "Dropout",
+                "SpatialDropout1D", "SpatialDropout2D", "GaussianDropout", "GaussianNoise", "Identity",
+                "MaxPooling1D", "MaxPooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "ZeroPadding1D",
+                "ZeroPadding2D", "Cropping1D", "Cropping2D")
+
+
 def quantizable_layers(model) -> list[str]:
-    """The units the search keeps float, in model order: the layers with int8-quantizable weights and the
-    weightless ones that write a new int8 range (`NEW_RANGE`)."""
-    return [layer.name for layer in model.layers if type(layer).__name__ in WEIGHTED + NEW_RANGE]
+    """The units the search keeps float, in model order: the layers with int8-quantizable weights, the
+    weightless ones that write a new int8 range (`NEW_RANGE`), a softmax (int8 has a fixed 1/256 output step,
+    which ties close classes) and layers of other kinds (a custom layer's ops are int8 too), but not those
+    of `NO_OWN_ERROR` or a ReLU folded into the op before it."""
+    out = []
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind in WEIGHTED + NEW_RANGE:
+            out.append(layer.name)
+        elif kind == "Activation":
+            if getattr(layer.activation, "__name__", "") not in ("relu", "relu6", "linear"):
+                out.append(layer.name)
+        elif kind not in NO_OWN_ERROR and not layer.weights:
+            out.append(layer.name)
+    return out
 
 
 def accuracy(runner, x: np.ndarray, y: np.ndarray) -> float:

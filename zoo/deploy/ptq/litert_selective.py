@@ -43,24 +43,33 @@ def require():
                           "(ai-edge-quantizer).")
 
 
-def layer_regex(layer: str) -> str:
-    """The scope regex of a Keras layer's ops: `.../<layer>/...` or `.../<layer>_<n>/...` (TF's name scopes)."""
-    return rf"(^|/){re.escape(layer)}(_\d+)?/"
+# The op that writes a model output names its tensor after the signature (`StatefulPartitionedCall:0`), not
+# after its layer: a final softmax, whose int8 output step of 1/256 ties close classes, is found by this.
+SIGNATURE_OUTPUT = r"(^|;)StatefulPartitionedCall(_\d+)?:\d+;"  # ai-edge-quantizer's scope: names joined by ';' 
 
 
-def recipe(exclude=(), only=None) -> list[dict]:
-    """Everything int8 but the `exclude` layers, or only the `only` layer."""
+def layer_regex(layer: str, writes_output: bool = False) -> str:
+    """The scope regex of a Keras layer's ops: `.../<layer>/...` or `.../<layer>_<n>/...` (TF's name scopes),
+    and the signature's output tensor for the layer that writes a model output."""
+    regex = rf"(^|/){re.escape(layer)}(_\d+)?/"
+    return f"{regex}|{SIGNATURE_OUTPUT}" if writes_output else regex
+
+
+def recipe(exclude=(), only=None, output_layers=()) -> list[dict]:
+    """Everything int8 but the `exclude` layers, or only the `only` layer; `output_layers` write model outputs."""
     if only is not None:
-        return [{**QUANTIZE_ALL, "regex": layer_regex(only)}]
-    keep_float = [{"regex": layer_regex(name), "operation": "*", "algorithm_key": "no_quantize"} for name in exclude]
+        return [{**QUANTIZE_ALL, "regex": layer_regex(only, only in output_layers)}]
+    keep_float = [{"regex": layer_regex(name, name in output_layers), "operation": "*", "algorithm_key": "no_quantize"}
+                  for name in exclude]
     return [QUANTIZE_ALL, *keep_float]
 
 
 class SelectiveQuantizer:
     """Calibrates a float TFLite model once, then writes int8 variants of it with chosen layers kept float."""
 
-    def __init__(self, float_model: bytes, calibration_x: np.ndarray):
+    def __init__(self, float_model: bytes, calibration_x: np.ndarray, output_layers=()):
         require()
+        self.output_layers = tuple(output_layers)
         from ai_edge_litert.interpreter import Interpreter
         from ai_edge_quantizer import quantizer
 
@@ -76,5 +85,5 @@ class SelectiveQuantizer:
         from ai_edge_quantizer import quantizer
 
         q = quantizer.Quantizer(self.float_model)
-        q.load_quantization_recipe(recipe(exclude, only))
+        q.load_quantization_recipe(recipe(exclude, only, self.output_layers))
         return bytes(q.quantize(self.calibration, enable_progress_report=False).quantized_model)
