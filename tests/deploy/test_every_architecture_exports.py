@@ -37,7 +37,8 @@ def known_failure(name, fmt):
 # tests/deploy/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
 # Also left to `-m slow`: models the default run exports in every format elsewhere - lstm_classifier in
 # every format and precision in tests/deploy/test_parity.py, MobileNetV3 (its hard swish in
-# test_user_models.py, the rest in mobilenet_v2). (The default suite took 907 s of pytest on a quiet 2-core machine with them.)
+# test_user_models.py, the rest in mobilenet_v2). The default suite took 907 s of pytest with them, on a
+# quiet 2-core machine.
 HEAVY = {"convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_b0", "vgg16", "resnet18", "mixer_s32",
          "lstm_classifier", "mobilenet_v3_small"}
 
