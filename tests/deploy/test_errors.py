@@ -52,6 +52,21 @@ def test_full_int8_needs_representative_data_of_the_right_shape(model, tmp_path)
     assert os.listdir(tmp_path) == []
 
 
+def test_the_int8_agreement_guard_checks_its_value_and_its_data(model, tmp_path):
+    rep = np.zeros((4, 28, 28, 1), np.float32)
+    for bad in (0, 100.5, "99", True):
+        with pytest.raises(formats.OptionError, match=r"min_agreement expects a number in \(0, 100\]"):
+            zoo.deploy.export(model, tmp_path, ["tflite"], precision="int8", representative_data=rep, min_agreement=bad)
+    with pytest.raises(formats.OptionError, match=r"min_agreement needs validation_data \(inputs; labels are not"):
+        zoo.deploy.export(model, tmp_path, ["onnx"], precision="int8", representative_data=rep, min_agreement=99)
+    with pytest.raises(formats.OptionError, match="give one of them"):
+        zoo.deploy.export(model, tmp_path, ["tflite"], precision="int8", representative_data=rep, min_agreement=99,
+                          max_accuracy_drop=1.0, validation_data=(rep, np.zeros(4, "int32")))
+    with pytest.raises(formats.OptionError, match=r"min_agreement guards int8 artifacts.*add int8 to precision"):
+        zoo.deploy.export(model, tmp_path, ["tflite"], min_agreement=99, validation_data=rep)
+    assert os.listdir(tmp_path) == []
+
+
 def test_missing_and_corrupt_model_files(tmp_path):
     with pytest.raises(zoo.deploy.ModelFileError, match="does not exist"):
         zoo.deploy.export(tmp_path / "nope.keras", tmp_path / "out")

@@ -145,6 +145,33 @@ def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_pa
     assert details["size_bytes"]["int8"] < details["size_bytes"]["chosen"]  # the cost of the float layer
 
 
+def _litert_agreement(path, x, reference) -> float:
+    """Top-1 agreement of a .tflite model with `reference` outputs, run in LiteRT's own interpreter."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(path)).get_signature_runner("serving_default")
+    (name,) = runner.get_input_details()
+    out = np.concatenate([next(iter(runner(**{name: x[i : i + 1]}).values())) for i in range(len(x))])
+    return float(np.mean(out.argmax(-1) == reference.argmax(-1)))
+
+
+def test_agreement_guard_needs_no_labels_and_its_tflite_agrees_in_the_runtime(tmp_path):
+    model = _sensitive_mlp()
+    x, y = _data(300, seed=3)
+    validation_inputs = _data(300, seed=4)[0]  # no labels
+    report = zoo.deploy.export(model, tmp_path, ["tflite"], precision="int8", representative_data=x[:100],
+                               min_agreement=99, validation_data=validation_inputs, test_data=(x, y), latency_runs=0,
+                               isolate=False)
+    result = report.result("tflite", "int8")
+    details = result.details
+    assert details["metric"] == "agreement" and details["full_int8_agreement"] < 0.8  # the ruined layer: near chance
+    assert details["float_layers"] == ["block1_dense"]  # the most sensitive, and enough
+    assert details["final_agreement"] >= 0.99 and details["within_budget"]
+    fresh = _data(300, seed=5)[0]  # neither searched on nor verified on
+    assert _litert_agreement(result.path, fresh, model.predict(fresh, verbose=0)) >= 0.99
+    assert report.ok and result.verification.argmax_agreement >= 0.99
+
+
 def _outlier_residual_model():
     """dense -> add(dense, constant outlier channel) -> classifier: the add's int8 range is the outlier's.
 

@@ -33,10 +33,10 @@ def add(sub):
                    help="test split for parity and accuracy, train split for int8 calibration (e.g. mnist)")
     p.add_argument("--data", metavar="PATH",
                    help="your own data the model was trained on (zoo train --data): its test split for parity and "
-                        "accuracy, its train split for int8 calibration, its validation split for the accuracy budget")
+                        "accuracy, its train split for int8 calibration, its validation split for the int8 guards")
     p.add_argument("--train-split", default="train", help="int8 calibration inputs are drawn from it")
     p.add_argument("--val-split", default="train[-10%:]",
-                   help="labelled data the int8 accuracy budget (--max-accuracy-drop) measures on; never the test split")
+                   help="data the int8 guards (--max-accuracy-drop, --min-agreement) measure on; never the test split")
     p.add_argument("--test-split", default="test")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
@@ -78,7 +78,7 @@ def _export_data(args, given: dict, model=None) -> tuple:
     if "int8" in (given.get("precision") or ()):
         given["representative_data"] = zoo.data.load(args.dataset, args.train_split, batch_size=100, seed=0,
                                                      data_dir=args.data_dir)
-    if given.get("max_accuracy_drop") is not None:
+    if _guarded(given):
         given["validation_data"] = zoo.data.load(args.dataset, args.val_split, batch_size=1000, data_dir=args.data_dir)
     return test, f"{args.dataset} {args.test_split} split"
 
@@ -105,9 +105,16 @@ def _own_data(path, model, given: dict):
     test, split = arrays(None)
     if "int8" in (given.get("precision") or ()):
         given["representative_data"] = arrays("train")[0][0]
-    if given.get("max_accuracy_drop") is not None:
+    if _guarded(given):
         given["validation_data"] = arrays("validation")[0]
     return test, f"{path} {split} split"
+
+
+def _guarded(given: dict) -> bool:
+    """An int8 guard (--max-accuracy-drop, --min-agreement) was given: it measures on the validation split."""
+    from zoo.deploy.formats.base import INT8_GUARDS
+
+    return any(given.get(name) is not None for name in INT8_GUARDS)
 
 
 def _cmd_export(args) -> int:

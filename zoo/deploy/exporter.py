@@ -25,7 +25,7 @@ import numpy as np
 from zoo.deploy import inputs, metadata, model_io
 from zoo.deploy.inputs import DataShapeError
 from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
-from zoo.deploy.formats.base import Job, Target, median
+from zoo.deploy.formats.base import INT8_GUARDS, Job, Target, median
 from zoo.deploy.isolation import ConversionProcess, InProcess
 from zoo.deploy.report import ExportReport
 from zoo.deploy.results import ArtifactResult, KerasReference
@@ -134,23 +134,14 @@ def export(
         if recurrent and any(a != b for a, b in shapes.values()):
             raise DataShapeError(f"representative_data and the test data differ in example shape "
                                  f"({shapes}); the unrolled RNN route needs one static shape.")
-    budgeted = [n for n in int8 if resolved[n].get("max_accuracy_drop") is not None]
-    if budgeted:
-        if quantization_aware:
-            raise OptionError("max_accuracy_drop is post-training int8's budget; a quantization-aware model's int8 "
-                              "uses its learned ranges. Export it without max_accuracy_drop.")
-        if len(signature.inputs) != 1:
-            raise OptionError(f"max_accuracy_drop supports single-input models; this one takes "
-                              f"{len(signature.inputs)} inputs ({signature.describe()}). Export without it.")
-        given = next((resolved[n]["validation_data"] for n in budgeted if resolved[n].get("validation_data")
-                      is not None), None)
-        if given is None:
-            raise OptionError("max_accuracy_drop needs labelled validation_data to measure each layer's sensitivity "
-                              "on (not the test data; the CLI draws it from --dataset's --val-split).")
-        val_x, val_y = inputs.collect(given, None, "validation_data", signature)
-        if val_y is None:
-            raise DataShapeError("validation_data needs labels: (x, y) arrays or batches of (x, y).")
-
+    guards = {n: [g for g in INT8_GUARDS if o.get(g) is not None] for n, o in resolved.items()}
+    guards = {n: g for n, g in guards.items() if g}
+    idle = sorted(n for n in guards if n not in int8)
+    if idle:
+        raise OptionError(f"{guards[idle[0]][0]} guards int8 artifacts, and {', '.join(idle)} is asked for none: "
+                          "add int8 to precision (e.g. precision='int8', --precision int8).")
+    if guards:
+        val_x, val_y = _guard_data(resolved, guards, quantization_aware, signature)
     out = _writable_dir(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=out))
     runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
@@ -171,7 +162,7 @@ def export(
                                  output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
         saved_model_dir, trace_error = _write_saved_model(model, signature, work, meta)
-        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(budgeted))
+        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(guards))
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name, quantization_aware):
@@ -198,7 +189,7 @@ def export(
               "eval_samples": inputs.count(eval_x),
               "calibration": None if rep_x is None else f"{inputs.count(rep_x)} examples of representative_data",
               "validation": None if val_x is None else (f"{inputs.count(val_x)} examples of validation_data "
-                                                        "(accuracy budget)"),
+                                                        "(int8 guard)"),
               "quantization_aware": quantization_aware},
         keras=keras_row, results=results, out_dir=str(out), card=dict(card or {}),
         timing={"export_s": sum(r.export_s for r in results), "verify_s": sum(r.verify_s for r in results),
@@ -206,6 +197,34 @@ def export(
     )
     report.write(out)
     return report
+
+
+def _guard_data(resolved: dict, guards: dict, quantization_aware: bool, signature):
+    """(val_x, val_y) for the int8 guards (`max_accuracy_drop`, `min_agreement`), after checking they apply."""
+    both = sorted(n for n, g in guards.items() if len(g) > 1)
+    if both:
+        raise OptionError(f"max_accuracy_drop and min_agreement each choose the layers int8 keeps float; give one of "
+                          f"them ({', '.join(both)}).")
+    option = next(iter(guards.values()))[0]
+    if quantization_aware:
+        raise OptionError(f"{option} guards post-training int8; a quantization-aware model's int8 uses its learned "
+                          f"ranges. Export it without {option}.")
+    if len(signature.inputs) != 1:
+        raise OptionError(f"{option} supports single-input models; this one takes {len(signature.inputs)} inputs "
+                          f"({signature.describe()}). Export without it.")
+    given = next((resolved[n]["validation_data"] for n in guards if resolved[n].get("validation_data") is not None),
+                 None)
+    labelled = any("max_accuracy_drop" in g for g in guards.values())
+    if given is None:
+        what = ("labelled validation_data to measure each layer's sensitivity on" if labelled else
+                "validation_data (inputs; labels are not needed) to measure agreement on")
+        raise OptionError(f"{option} needs {what}: not the test data, which the report quotes, nor the calibration "
+                          "data, whose ranges int8 was fit to (the CLI draws it from --dataset's or --data's "
+                          "validation split, --val-split).")
+    val_x, val_y = inputs.collect(given, None, "validation_data", signature)
+    if labelled and val_y is None:
+        raise DataShapeError("validation_data needs labels for max_accuracy_drop: (x, y) arrays or batches of (x, y).")
+    return val_x, val_y
 
 
 def _signature(model, input_signature, test_data):

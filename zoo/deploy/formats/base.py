@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option
+from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option, number_range
 from zoo.deploy.trace import Signature
 from zoo.fileio import TMP_PREFIX, atomic_dir
 
@@ -117,9 +117,15 @@ CALIBRATION_SAMPLES = Option("calibration_samples", "how many representative inp
 MAX_ACCURACY_DROP = Option(
     "max_accuracy_drop", "int8 within this many accuracy points of float: the layers whose quantization costs most "
     "stay float (per-layer sensitivity on validation_data; zoo.deploy.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
-VALIDATION_DATA = Option("validation_data", "labelled (x, y) data the accuracy budget measures on, never the test data "
-                         "(the CLI draws it from --dataset's --val-split)", cli=False)
-INT8_OPTIONS = (REPRESENTATIVE_DATA, CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, VALIDATION_DATA)
+MIN_AGREEMENT = Option(
+    "min_agreement", "int8 whose top-1 class agrees with the float model's on at least this percent of validation_data's "
+    "inputs (no labels needed): the layers whose quantization moves the outputs most stay float (zoo.deploy.ptq.budget)",
+    check=number_range(0, 100, lo_open=True), metavar="PERCENT")
+VALIDATION_DATA = Option("validation_data", "data the int8 guards measure on, never the test data: labelled (x, y) for "
+                         "max_accuracy_drop, inputs alone will do for min_agreement (the CLI draws it from --dataset's "
+                         "--val-split)", cli=False)
+INT8_OPTIONS = (REPRESENTATIVE_DATA, CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, MIN_AGREEMENT, VALIDATION_DATA)
+INT8_GUARDS = ("max_accuracy_drop", "min_agreement")  # post-training int8 with chosen layers float
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,8 @@ from the float32 graph by onnxruntime's own tools (`zoo.deploy.ptq.onnx_static`)
 compute with float32 inputs and outputs; int8 as a static QDQ model calibrated on the representative
 data (uint8 activations per tensor, int8 weights per channel), which onnxruntime's CPU provider runs
 with its int8 kernels. A quantization-aware model's int8 uses the ranges it learned. With
-`max_accuracy_drop`, the most sensitive layers stay float (`nodes_to_exclude`; `zoo.deploy.ptq.budget`).
+`max_accuracy_drop` or `min_agreement`, the most sensitive layers stay float (`nodes_to_exclude`;
+`zoo.deploy.ptq.budget`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import re
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, Converted, Format, Job, Runner,
-                                     atomic_output, predict_in_chunks)
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
+                                     Runner, atomic_output, predict_in_chunks)
+from zoo.deploy.ptq.budget import Goal
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -82,9 +84,9 @@ def convert(job: Job) -> Converted:
         elif job.quantization_aware:
             onnx_static.quantize_learned(float_path, tmp, scratch, _calibration(job))
             notes.append("int8 ranges learned in quantization-aware training")
-        elif options.get("max_accuracy_drop") is not None:
+        elif any(options.get(g) is not None for g in INT8_GUARDS):
             details = _budgeted(job, float_path, scratch, tmp)
-            notes.append(f"accuracy budget {options['max_accuracy_drop']:g} points: {details['summary']}")
+            notes.append(f"{Goal.of(options).describe()}: {details['summary']}")
         else:
             prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
             onnx_static.quantize_int8(prepared, tmp, _calibration(job))

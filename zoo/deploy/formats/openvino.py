@@ -5,8 +5,9 @@
   decompressed to float32 on the CPU;
 - int8: NNCF post-training quantization (`nncf.quantize`, its default CPU preset: int8 weights per
   channel, int8 activations per tensor) calibrated on the representative data. With
-  `max_accuracy_drop`, NNCF's own accuracy-aware quantization (`nncf.quantize_with_accuracy_control`)
-  reverts the most sensitive operations to float until the validation accuracy is within budget.
+  `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
+  (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
+  validation accuracy (or the agreement with the float IR's decisions) is within bound.
 
 The runtime runs with `INFERENCE_PRECISION_HINT=f32`: on CPUs with AVX512-BF16 or AMX the CPU plugin
 would otherwise run float models in bfloat16, which is not the float32 the artifact promises.
@@ -21,8 +22,8 @@ import re
 
 import numpy as np
 
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, Converted, Format, Job, Runner,
-                                     atomic_output, predict_in_chunks)
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
+                                     Runner, atomic_output, predict_in_chunks)
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 DEVICE = "CPU"
@@ -124,45 +125,53 @@ def _quantize(job: Job, model, ov):
     options = job.target.options
     n = options.get("calibration_samples") or 200
     named = {k: np.asarray(v[:n]) for k, v in job.inputs("rep_x").items()}
-    budget = options.get("max_accuracy_drop")
-    if budget is None:
+    if not any(options.get(g) is not None for g in INT8_GUARDS):
         data = named if len(named) > 1 else next(iter(named.values()))
         count = len(next(iter(named.values())))
         quantized = nncf.quantize(model, _dataset(data), subset_size=count)
         return quantized, {"note": f"NNCF post-training int8, calibrated on {count} examples"}
-    rep = np.asarray(job.single_input("rep_x")[:n], np.float32)  # the budget takes single-input models
-    x, y = job.single_input("val_x"), job.array("val_y")
-    if x is None or y is None:
-        raise ValueError("max_accuracy_drop needs labelled validation_data (the CLI draws it from --val-split).")
-    x, y = np.asarray(x, np.float32), np.asarray(y)
+    from zoo.deploy.ptq.budget import Goal, validation
+    from zoo.deploy.ptq.budget import summary as budget_summary
 
-    def accuracy(compiled, _data) -> float:
+    goal = Goal.of(options)
+    rep = np.asarray(job.single_input("rep_x")[:n], np.float32)  # the guards take single-input models
+    x, y = validation(job, goal)
+    x = np.asarray(x, np.float32)
+    core = ov.Core()
+    compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
+
+    def predict(compiled):
         output = compiled.outputs[0]
-        predictions = np.concatenate([compiled(x[i : i + 256])[output] for i in range(0, len(x), 256)])
-        return float(np.mean(np.argmax(predictions, -1) == y))
+        return np.concatenate([compiled(x[i : i + 256])[output] for i in range(0, len(x), 256)])
+
+    # Agreement is with the float IR's decisions; accuracy with the labels.
+    reference = predict(compile_(model)).argmax(-1) if goal.metric == "agreement" else y
+
+    def metric(compiled, _data) -> float:
+        return float(np.mean(predict(compiled).argmax(-1) == reference))
 
     full = nncf.quantize(model, _dataset(rep), subset_size=len(rep))
     quantized = nncf.quantize_with_accuracy_control(
-        model, _dataset(rep), _dataset(x[:1]), accuracy, max_drop=budget / 100, drop_type=nncf.DropType.ABSOLUTE,
+        model, _dataset(rep), _dataset(x[:1]), metric, max_drop=goal.max_drop / 100, drop_type=nncf.DropType.ABSOLUTE,
         subset_size=len(rep),
     )
-    core = ov.Core()
-    compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
-    metrics = {name: accuracy(compile_(m), None) for name, m in (("float32", model), ("int8", full),
-                                                                 ("chosen", quantized))}
+    metrics = {name: metric(compile_(m), None) for name, m in (("float32", model), ("int8", full),
+                                                               ("chosen", quantized))}
     in_full, in_chosen = quantized_ops(full), quantized_ops(quantized)
     reverted = sorted(set(in_full) - set(in_chosen))
     layers = sorted({layer_of(in_full[op], job.keras_model()) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
-    summary = (f"full int8 drop {100 * (metrics['float32'] - metrics['int8']):.2f} points; kept in float: "
-               f"{', '.join(layers) or 'none'}; final drop {drop:.2f} points "
-               f"({'within' if drop <= budget + 1e-9 else 'NOT within'} the {budget:g}-point budget)")
+    within = drop <= goal.max_drop + 1e-9
+    summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers)
     costs = _costs(job, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
-    details = {**costs, "budget_points": budget, "float_metric": metrics["float32"],
+    details = {**costs, "metric": goal.metric, "budget_points": goal.max_drop, "float_metric": metrics["float32"],
                "full_int8_drop": 100 * (metrics["float32"] - metrics["int8"]), "final_drop": drop,
-               "within_budget": drop <= budget + 1e-9, "float_layers": layers, "float_ops": reverted,
+               "within_budget": within, "float_layers": layers, "float_ops": reverted,
                "validation_samples": int(len(x)), "summary": summary,
-               "note": f"accuracy budget {budget:g} points (nncf.quantize_with_accuracy_control): {summary}"}
+               "note": f"{goal.describe()} (nncf.quantize_with_accuracy_control): {summary}"}
+    if goal.metric == "agreement":
+        details.update(min_agreement=100 - goal.max_drop, full_int8_agreement=metrics["int8"],
+                       final_agreement=metrics["chosen"])
     return quantized, details
 
 

@@ -21,9 +21,10 @@ import numpy as np
 
 from zoo.core.options import BOOL, Option
 from zoo.deploy.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
+from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
                                      CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
                                      predict_in_chunks, unrolled_note)
+from zoo.deploy.ptq.budget import Goal
 from zoo.deploy.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
@@ -126,16 +127,21 @@ def _quantize(converter, job: Job, example_shape, quantization_aware: bool = Fal
 
 def convert(job: Job) -> Converted:
     options = job.target.options
-    budgeted = job.target.variant == "int8" and options.get("max_accuracy_drop") is not None
+    guard = next((g for g in INT8_GUARDS if options.get(g) is not None), None) if job.target.variant == "int8" else None
+    budgeted = guard is not None
     example_shape = job.static_input_shape() if job.recurrent else None
     quantization_aware = job.quantization_aware
     if budgeted and quantization_aware:
-        raise ValueError("max_accuracy_drop is for post-training int8; a quantization-aware model's int8 already "
-                         "uses its learned ranges. Export it without max_accuracy_drop.")
+        raise ValueError(f"{guard} is for post-training int8; a quantization-aware model's int8 already "
+                         f"uses its learned ranges. Export it without {guard}.")
+    if budgeted and options.get("int8_io"):
+        raise ValueError(f"{guard} keeps some layers float, and int8_io's int8 input and output tensors are not "
+                         "written by the selective quantizer; export without int8_io.")
     attempts = []
     for route in routes(job.recurrent, job.target.variant):
         try:
-            converter = _converter(_saved_model_for(job, route, example_shape), options.get("allow_flex"))
+            saved_model_dir = _saved_model_for(job, route, example_shape)
+            converter = _converter(saved_model_dir, options.get("allow_flex"))
             if not budgeted:  # the budget quantizes the float model selectively (below)
                 _quantize(converter, job, example_shape, quantization_aware)
             flatbuffer = converter.convert()
@@ -150,9 +156,11 @@ def convert(job: Job) -> Converted:
             continue
         notes, details = [], {}
         if budgeted:
-            flatbuffer, details = _budgeted_int8(job, flatbuffer, example_shape)
-            notes.append(f"accuracy budget {options['max_accuracy_drop']:g} points: {details['summary']} "
-                         "(ai-edge-quantizer)")
+            int8_converter = _converter(saved_model_dir, options.get("allow_flex"))
+            _quantize(int8_converter, job, example_shape)
+            flatbuffer, details = _guarded_int8(job, flatbuffer, int8_converter, example_shape)
+            notes.append(f"{Goal.of(options).describe()}: {details['summary']} (the converter's quantizer, "
+                         "denylisted layers float)")
         with atomic_output(job.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
         if quantization_aware and job.target.variant == "int8":
@@ -315,20 +323,18 @@ def flex_ops(flatbuffer: bytes) -> list[str]:
     return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
 
 
-def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, dict]:
-    """Full int8 but the layers the accuracy budget keeps float (zoo.deploy.ptq.budget, ai-edge-quantizer)."""
+def _guarded_int8(job: Job, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
+    """Full int8 but the layers the guard keeps float (`zoo.deploy.ptq.budget`), quantized by the converter's
+    own quantizer with those layers' ops denylisted (`zoo.deploy.ptq.tflite_denylist`)."""
     import os
 
     from zoo.deploy.ptq import budget
-    from zoo.deploy.ptq.litert_selective import SelectiveQuantizer
+    from zoo.deploy.ptq.tflite_denylist import DenylistQuantizer
 
-    (rep,) = job.inputs("rep_x").values()  # the export allows the budget for single-input models only
-    rep = np.asarray(rep[: job.target.options.get("calibration_samples") or 200], np.float32)
-    if example_shape is not None:
-        rep = rep.reshape(len(rep), *example_shape)
     model = job.keras_model()
     outputs = [t._keras_history.operation.name for t in model.outputs]
-    selective = SelectiveQuantizer(float_model, rep, output_layers=outputs)
+    selective = DenylistQuantizer(int8_converter, output_layers=outputs)
+    layers = [layer for layer in budget.quantizable_layers(model) if selective.nodes_of(layer)]
     scratch = os.path.join(job.work_dir, f"budget_tflite_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.tflite")
@@ -342,7 +348,7 @@ def _budgeted_int8(job: Job, float_model: bytes, example_shape) -> tuple[bytes, 
             f.write(selective.quantize(exclude=exclude, only=only))
         return path
 
-    result = budget.run(job, budget.quantizable_layers(model), quantize, float_path, open_runner)
+    result = budget.run(job, layers, quantize, float_path, open_runner)
     with open(result.chosen.path, "rb") as f:
         return f.read(), result.details
 

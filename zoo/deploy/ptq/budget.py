@@ -1,7 +1,16 @@
-"""Accuracy-budgeted int8: keep the most quantization-sensitive layers in float until the metric is within budget.
+"""Guarded int8: keep the most quantization-sensitive layers in float until a metric is within its bound.
 
-The search is the same for every runtime; a format supplies how to quantize (everything but
-some layers, or one layer only) and how to evaluate an artifact:
+Two guards (`Goal`), one search:
+
+- `max_accuracy_drop` (points): accuracy on labelled validation data within that many points of the
+  float model's;
+- `min_agreement` (percent): the int8 artifact's top-1 class is the float artifact's on at least
+  that share of the validation inputs. It needs no labels, and it is what a deployment promises:
+  the decisions of the model that was validated (zoo's verification holds int8 to 99% agreement
+  with Keras, `zoo.deploy.verify.CRITERIA`).
+
+The search is the same for every runtime and guard; a format supplies how to quantize (everything
+but some layers, or one layer only) and how to evaluate an artifact:
 
 1. quantize everything; within the budget -> done, nothing stays float;
 2. per-layer sensitivity: the metric drop when only that layer is quantized (Krishnamoorthi 2018,
@@ -11,7 +20,11 @@ some layers, or one layer only) and how to evaluate an artifact:
 3. keep layers float in order of sensitivity, most sensitive first, re-quantizing and re-measuring
    after each, until the drop is within the budget (or every candidate is float).
 
-Drops are in accuracy points: 0.3 means 0.3 percentage points below the float model.
+Drops are in points of the metric: 0.3 means 0.3 percentage points below the float model (agreement:
+the float model agrees with itself on 100%, so a 99% minimum is a 1-point drop). A single layer
+rarely flips a decision among a few hundred examples, so sensitivities tie (mostly at 0); ties are
+ordered by how far that layer alone moves the outputs (mean absolute difference to the float
+artifact's), so the search still starts where int8 hurts most.
 """
 
 from __future__ import annotations
@@ -36,6 +49,33 @@ class Trial:
     path: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Goal:
+    """What the search holds int8 to, as a drop in points below the float model's metric."""
+
+    metric: str  # "accuracy" (needs labels) or "agreement" (top-1 agreement with the float artifact)
+    max_drop: float  # points
+
+    @classmethod
+    def of(cls, options: dict) -> "Goal":
+        """The guard a target's options set (`min_agreement` or `max_accuracy_drop`; the export allows one)."""
+        if options.get("min_agreement") is not None:
+            return cls("agreement", 100.0 - float(options["min_agreement"]))
+        if options.get("max_accuracy_drop") is not None:
+            return cls("accuracy", float(options["max_accuracy_drop"]))
+        raise ValueError("No int8 guard set: give max_accuracy_drop or min_agreement.")
+
+    @property
+    def option(self) -> str:
+        return "min_agreement" if self.metric == "agreement" else "max_accuracy_drop"
+
+    def describe(self) -> str:
+        """e.g. "agreement >= 99%" or "accuracy budget 0.3 points"."""
+        if self.metric == "agreement":
+            return f"agreement >= {100 - self.max_drop:g}%"
+        return f"accuracy budget {self.max_drop:g} points"
+
+
 @dataclasses.dataclass
 class BudgetResult:
     """What the search found: the artifact to keep and why."""
@@ -48,6 +88,7 @@ class BudgetResult:
     steps: list[Trial]
     seconds: float
     details: dict = dataclasses.field(default_factory=dict)  # `run`'s report: the search and its costs
+    metric: str = "accuracy"  # what `Trial.metric` measures: "accuracy" or "agreement" (`Goal`)
 
     @property
     def float_layers(self) -> tuple[str, ...]:
@@ -58,20 +99,37 @@ class BudgetResult:
         return self.chosen.drop <= self.budget + 1e-9
 
     def summary(self) -> str:
-        kept = ", ".join(self.float_layers) or "none"
-        verdict = "within" if self.within_budget else "NOT within"
-        return (f"full int8 drop {self.full_int8.drop:.2f} points; kept in float: {kept}; final drop "
-                f"{self.chosen.drop:.2f} points ({verdict} the {self.budget:g}-point budget)")
+        return summary(self.metric, self.budget, self.float_metric, self.full_int8.metric, self.chosen.metric,
+                       self.float_layers)
 
     def as_dict(self) -> dict:
-        return {
-            "budget_points": self.budget, "float_metric": self.float_metric,
+        out = {
+            "metric": self.metric, "budget_points": self.budget, "float_metric": self.float_metric,
             "full_int8_drop": self.full_int8.drop, "final_drop": self.chosen.drop,
             "within_budget": self.within_budget, "float_layers": list(self.float_layers),
             "sensitivity_points": dict(sorted(self.sensitivity.items(), key=lambda kv: -kv[1])),
             "steps": [{"float_layers": list(t.float_layers), "drop": t.drop} for t in self.steps],
             "search_s": round(self.seconds, 1),
         }
+        if self.metric == "agreement":
+            out.update(min_agreement=100 - self.budget, full_int8_agreement=self.full_int8.metric,
+                       final_agreement=self.chosen.metric)
+        return out
+
+
+def summary(metric: str, max_drop: float, float_metric: float, full_metric: float, chosen_metric: float,
+            float_layers) -> str:
+    """One line on a guarded int8: where full int8 stood, what stays float, where the result stands."""
+    kept = ", ".join(float_layers)
+    if metric == "agreement":
+        within = 100 * (1 - chosen_metric) <= max_drop + 1e-9
+        return (f"full int8 agrees with float on {100 * full_metric:.1f}%; kept in float: {len(float_layers)} "
+                f"layer(s){': ' + kept if kept else ''}; final agreement {100 * chosen_metric:.1f}% "
+                f"({'meets' if within else 'does NOT meet'} the {100 - max_drop:g}% minimum)")
+    drop = 100 * (float_metric - chosen_metric)
+    within = drop <= max_drop + 1e-9
+    return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; kept in float: {kept or 'none'}; "
+            f"final drop {drop:.2f} points ({'within' if within else 'NOT within'} the {max_drop:g}-point budget)")
 
 
 def search(
@@ -80,6 +138,8 @@ def search(
     evaluate: Callable[[str], float],
     float_metric: float,
     max_drop: float,
+    tiebreak: Callable[[str], float] | None = None,
+    metric: str = "accuracy",
 ) -> BudgetResult:
     """Runs the search of the module docstring.
 
@@ -87,9 +147,12 @@ def search(
         layers: the candidate layers, in model order.
         quantize: `quantize(exclude=(...))` -> path of an int8 artifact with those layers float, or
             `quantize(only=layer)` -> one with only that layer quantized.
-        evaluate: path -> metric (accuracy in [0, 1]) on the validation data.
-        float_metric: the float model's metric on the same data.
+        evaluate: path -> metric in [0, 1] (accuracy, or agreement with float) on the validation data.
+        float_metric: the float model's metric on the same data (1.0 for agreement).
         max_drop: the budget, in points (0.3 = 0.3 percentage points).
+        tiebreak: path -> how far that artifact's outputs are from float's (larger: more sensitive),
+            to order layers whose drops tie; None keeps model order among ties.
+        metric: what `evaluate` measures, for the summary.
     """
     if not max_drop >= 0:
         raise ValueError(f"max_drop must be >= 0 (accuracy points). Received: {max_drop!r}")
@@ -108,11 +171,14 @@ def search(
     full = trial()
     steps = [full]
     sensitivity: dict[str, float] = {}
+    moved: dict[str, float] = {}
     chosen = full
     if full.drop > max_drop:
         for layer in layers:
-            sensitivity[layer] = trial(only=layer).drop
-        order = sorted(layers, key=lambda name: (-sensitivity[name], list(layers).index(name)))
+            single = trial(only=layer)
+            sensitivity[layer] = single.drop
+            moved[layer] = tiebreak(single.path) if tiebreak is not None else 0.0
+        order = sorted(layers, key=lambda name: (-sensitivity[name], -moved[name], list(layers).index(name)))
         kept: list[str] = []
         for layer in order:
             kept.append(layer)
@@ -121,7 +187,7 @@ def search(
             if chosen.drop <= max_drop:
                 break
     return BudgetResult(budget=float(max_drop), float_metric=float_metric, full_int8=full, sensitivity=sensitivity,
-                        chosen=chosen, steps=steps, seconds=time.perf_counter() - start)
+                        chosen=chosen, steps=steps, seconds=time.perf_counter() - start, metric=metric)
 
 
 # Layers whose weights int8 quantizes.
@@ -165,30 +231,49 @@ def accuracy(runner, x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.argmax(first, axis=-1) == y))
 
 
+def validation(job, goal: Goal) -> tuple[np.ndarray, np.ndarray | None]:
+    """(inputs, labels) the guard measures on: the job's validation data; labels only for accuracy."""
+    x, y = job.single_input("val_x"), job.array("val_y")
+    if x is None or (goal.metric == "accuracy" and y is None):
+        needed = "labelled validation_data" if goal.metric == "accuracy" else "validation_data (inputs)"
+        raise ValueError(f"{goal.option} needs {needed} (the CLI draws it from --val-split).")
+    return np.asarray(x), None if y is None else np.asarray(y)
+
+
 def run(job, layers: Sequence[str], quantize: Callable[..., str], float_path: str, open_runner,
         latency_runs: int = 50) -> BudgetResult:
-    """`search` for an export job: validation data, budget and runtime from the job, costs measured.
+    """`search` for an export job: guard, validation data and runtime from the job, costs measured.
 
     `job` is the export's `zoo.deploy.formats.base.Job` (its `val_x`/`val_y` arrays and the target's
-    `max_accuracy_drop`); `open_runner(path, example=...)` opens an artifact in the format's runtime.
-    The result's `details` carry what the report shows: the float layers, every layer's
-    sensitivity and the size and batch-1 latency of the float, full-int8 and chosen artifacts.
+    `max_accuracy_drop` or `min_agreement`); `open_runner(path, example=...)` opens an artifact in the
+    format's runtime. Agreement is with the float artifact in the same runtime. The result's
+    `details` carry what the report shows: the float layers, every layer's sensitivity and the size
+    and batch-1 latency of the float, full-int8 and chosen artifacts.
     """
-    x, y = job.single_input("val_x"), job.array("val_y")
-    if x is None or y is None:
-        raise ValueError("max_accuracy_drop needs labelled validation_data (the CLI draws it from --val-split).")
-    x, y = np.asarray(x), np.asarray(y)
+    goal = Goal.of(job.target.options)
+    x, y = validation(job, goal)
+
+    def outputs(path):
+        return next(iter(open_runner(path, example=x[:1]).predict(x).values()))
+
+    float_out = outputs(float_path)
+    moved: dict[str, float] = {}
 
     def evaluate(path):
-        return accuracy(open_runner(path, example=x[:1]), x, y)
+        out = outputs(path)
+        moved[str(path)] = float(np.mean(np.abs(np.asarray(out, np.float64) - float_out)))
+        reference = float_out.argmax(-1) if goal.metric == "agreement" else y
+        return float(np.mean(out.argmax(-1) == reference))
 
-    result = search(layers, quantize, evaluate, evaluate(float_path), job.target.options["max_accuracy_drop"])
+    float_metric = 1.0 if goal.metric == "agreement" else float(np.mean(float_out.argmax(-1) == y))
+    result = search(layers, quantize, evaluate, float_metric, goal.max_drop, tiebreak=moved.get, metric=goal.metric)
     artifacts = {"float32": float_path, "int8": result.full_int8.path, "chosen": result.chosen.path}
     costs = {"size_bytes": {}, "latency_ms": {}}
     for name, path in artifacts.items():
         costs["size_bytes"][name] = os.path.getsize(path)
-        runner = open_runner(path, example=x[:1])
-        costs["latency_ms"][name] = statistics.median(runner.latencies_ms(x[:1], latency_runs, 5))
+        if latency_runs:
+            runner = open_runner(path, example=x[:1])
+            costs["latency_ms"][name] = statistics.median(runner.latencies_ms(x[:1], latency_runs, 5))
     result.details = {**result.as_dict(), **costs, "summary": result.summary(),
                       "validation_samples": int(len(x))}
     return result
