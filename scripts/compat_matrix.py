@@ -3,7 +3,8 @@
 backbones x format x precision, written to results/compat/ (compat.json, compat.md, compat.png).
 
 Heavy (minutes per model): run it with `nice`. It saves after each model and skips cells already
-done, so an interrupted run resumes; `--fresh` starts over, `--all` adds every size variant.
+done, so an interrupted run resumes; `--fresh` redoes every cell of the models it runs (the other
+models' rows stay), `--all` adds every size variant.
 Usage: nice python scripts/compat_matrix.py [MODEL ...] [--all] [--no-hub] [--fresh] [--list]
 """
 
@@ -21,7 +22,7 @@ def main(argv=None) -> int:
     p.add_argument("models", nargs="*", help="model names (default: every family's first member, keras-hub too)")
     p.add_argument("--all", action="store_true", help="every size variant of keras.applications as well")
     p.add_argument("--no-hub", action="store_true", help="leave out the keras-hub backbones")
-    p.add_argument("--fresh", action="store_true", help="ignore the cells already in compat.json")
+    p.add_argument("--fresh", action="store_true", help="redo the cells of the models run (other models' rows are kept)")
     p.add_argument("--results", default=str(compat.RESULTS_DIR), help="output folder (default: %(default)s)")
     p.add_argument("--list", action="store_true", help="list the models and exit")
     args = p.parse_args(argv)

@@ -20,6 +20,13 @@ family's `preprocess_input` prepares images (`preprocessing`). VGG does not lear
 that budget and gets a second build at 1e-4. Evaluation (100 images) and int8
 calibration use fresh images of that task; the row records Keras's accuracy on them. A keras-hub
 backbone has no head: its cells are float32 only.
+
+An int8 cell is plain full-int8 post-training quantization, as `precision="int8"` writes it. Where it
+misses the 99% agreement criterion, the matrix also exports what a user would run next (`remedy`):
+the same int8 with `min_agreement=99` (`zoo.deploy.ptq.budget`: the layers whose int8 moves the
+outputs most stay float until int8 agrees with float on 99% of 200 validation images of their own),
+verified like the cell on the evaluation images it never saw, and records it in the cell (`remedy`:
+agreement, float layers, size and batch-1 latency) without changing the cell's status.
 """
 
 from __future__ import annotations
@@ -540,7 +547,9 @@ def markdown(data: dict) -> str:
              "keras-hub backbones have no head: float32 cells only (n/a); keras-hub 0.32 (`pip install -e .[hub]`) "
              "installs beside tensorflow 2.21, keras 3.15, protobuf and numpy without changing them "
              "(`pip install --dry-run keras-hub==0.32`). ✅ passed, ⚠️ exported but failed "
-             "verification, ❌ export failed (reasons below). Regenerate: `nice python scripts/compat_matrix.py` "
+             "verification, ❌ export failed (reasons below). A failing int8 cell shows beside it (→) the int8 that "
+             "`--min-agreement 99` writes: its agreement on the same evaluation images, size and layers kept float. "
+             "Regenerate: `nice python scripts/compat_matrix.py` "
              "(resumable; `--all` adds every size variant; `--fresh` redoes done cells).", "",
              "| model | family | source | input | preprocess | params | acc | " + " | ".join(cells) + " |",
              "|---|---|---|---|---|---:|---:|" + "---|" * len(cells)]

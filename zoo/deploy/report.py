@@ -174,7 +174,7 @@ class ExportReport:
                 lines.append(f"- {r.label}: {text}")
         budgeted = [r for r in self.results if "float_layers" in (r.details or {})]
         if budgeted:
-            lines += ["", "## int8 within an accuracy budget", ""]
+            lines += ["", "## Guarded int8 (accuracy budget or agreement minimum)", ""]
             for r in budgeted:
                 lines += budget_lines(r)
         criteria = "; ".join(f"{precision} {c.text}" for precision, c in CRITERIA.items())
@@ -195,8 +195,8 @@ def budget_lines(result: ArtifactResult) -> list[str]:
     sensitivity = d.get("sensitivity_points") or {}
     if sensitivity:
         top = ", ".join(f"{name} {drop:.2f}" for name, drop in list(sensitivity.items())[:5])
-        lines.append(f"  Most sensitive layers (points lost with only that layer int8, on "
-                     f"{d.get('validation_samples')} validation examples): {top}.")
+        lines.append(f"  Most sensitive layers (points of {d.get('metric', 'accuracy')} lost with only that layer int8, "
+                     f"on {d.get('validation_samples')} validation examples): {top}.")
     sizes, latency = d.get("size_bytes") or {}, d.get("latency_ms") or {}
     if sizes and latency:
         lines.append("  Cost: " + "; ".join(f"{name} {_size(sizes[name])}, {_num(latency.get(name))} ms batch 1"

@@ -162,7 +162,8 @@ def _quantize(job: Job, model, ov):
     layers = sorted({layer_of(in_full[op], job.keras_model()) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
     within = drop <= goal.max_drop + 1e-9
-    summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers)
+    summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers,
+                             len(x))
     costs = _costs(job, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
     details = {**costs, "metric": goal.metric, "budget_points": goal.max_drop, "float_metric": metrics["float32"],
                "full_int8_drop": 100 * (metrics["float32"] - metrics["int8"]), "final_drop": drop,

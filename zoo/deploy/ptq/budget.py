@@ -98,9 +98,9 @@ class BudgetResult:
     def within_budget(self) -> bool:
         return self.chosen.drop <= self.budget + 1e-9
 
-    def summary(self) -> str:
+    def summary(self, samples: int | None = None) -> str:
         return summary(self.metric, self.budget, self.float_metric, self.full_int8.metric, self.chosen.metric,
-                       self.float_layers)
+                       self.float_layers, samples)
 
     def as_dict(self) -> dict:
         out = {
@@ -117,15 +117,37 @@ class BudgetResult:
         return out
 
 
+def wilson_interval(share: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% (z = 1.96) Wilson score interval of a share measured on n examples (Wilson 1927; Brown, Cai and
+    DasGupta 2001 recommend it for small n and shares near 0 or 1, where the normal approximation fails)."""
+    if n <= 0:
+        return 0.0, 1.0
+    center = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(max(0.0, center - half)), float(min(1.0, center + half))
+
+
 def summary(metric: str, max_drop: float, float_metric: float, full_metric: float, chosen_metric: float,
-            float_layers) -> str:
-    """One line on a guarded int8: where full int8 stood, what stays float, where the result stands."""
+            float_layers, samples: int | None = None) -> str:
+    """One line on a guarded int8: where full int8 stood, what stays float, where the result stands.
+
+    For agreement, with `samples`, the 95% interval of the final figure: at 99% on 200 inputs it spans
+    about 96-100%, so a search that stops at the first set of float layers reaching the minimum may have
+    fitted the validation inputs' noise (measured on EfficientNetB0: 7 layers float met 99% on 200
+    validation images and agreed on 98.8% of 2000 fresh ones, full int8 on 98.65%)."""
     kept = ", ".join(float_layers)
     if metric == "agreement":
+        minimum = (100 - max_drop) / 100
         within = 100 * (1 - chosen_metric) <= max_drop + 1e-9
-        return (f"full int8 agrees with float on {100 * full_metric:.1f}%; kept in float: {len(float_layers)} "
-                f"layer(s){': ' + kept if kept else ''}; final agreement {100 * chosen_metric:.1f}% "
-                f"({'meets' if within else 'does NOT meet'} the {100 - max_drop:g}% minimum)")
+        text = (f"full int8 agrees with float on {100 * full_metric:.1f}%; kept in float: {len(float_layers)} "
+                f"layer(s){': ' + kept if kept else ''}; final agreement {100 * chosen_metric:.1f}%")
+        if samples:
+            low, high = wilson_interval(chosen_metric, samples)
+            text += f" of {samples} validation inputs (95% interval {100 * low:.1f}-{100 * high:.1f}%)"
+        text += f" ({'meets' if within else 'does NOT meet'} the {100 * minimum:g}% minimum"
+        if samples and within and wilson_interval(chosen_metric, samples)[0] < minimum:
+            text += "; the interval reaches below it: more validation inputs would tell"
+        return text + ")"
     drop = 100 * (float_metric - chosen_metric)
     within = drop <= max_drop + 1e-9
     return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; kept in float: {kept or 'none'}; "
@@ -274,6 +296,8 @@ def run(job, layers: Sequence[str], quantize: Callable[..., str], float_path: st
         if latency_runs:
             runner = open_runner(path, example=x[:1])
             costs["latency_ms"][name] = statistics.median(runner.latencies_ms(x[:1], latency_runs, 5))
-    result.details = {**result.as_dict(), **costs, "summary": result.summary(),
+    result.details = {**result.as_dict(), **costs, "summary": result.summary(len(x)),
                       "validation_samples": int(len(x))}
+    if goal.metric == "agreement":
+        result.details["final_agreement_interval"] = wilson_interval(result.chosen.metric, len(x))
     return result
