@@ -1,6 +1,12 @@
 """Selective int8 of a float TFLite model with LiteRT's own quantizer, `ai-edge-quantizer`.
 
-The TFLite converter quantizes all or nothing; ai-edge-quantizer takes a recipe of
+zoo's int8 guards now quantize TFLite selectively with the converter's own quantizer
+(`tflite_denylist`): ai-edge-quantizer 0.10's full int8 of EfficientNetB0 agreed with Keras on 98.0%
+of 2000 images (mean |softmax diff| 0.016), the converter's on 98.65% (0.010), and on MobileNetV2 the
+accuracy budget through this module kept 25 layers float and still agreed on only 94% against the
+converter's 98% with none. This module stays for `layer_regex` (shared) and as the comparison.
+
+ai-edge-quantizer takes a recipe of
 (regex over op scope names, op, algorithm) rules where the last matching rule wins, so one
 rule quantizes everything (int8 activations per tensor, int8 weights per channel: the
 converter's full-int8 scheme) and later `no_quantize` rules keep chosen layers float, with
