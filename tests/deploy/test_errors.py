@@ -64,6 +64,10 @@ def test_the_int8_agreement_guard_checks_its_value_and_its_data(model, tmp_path)
                           max_accuracy_drop=1.0, validation_data=(rep, np.zeros(4, "int32")))
     with pytest.raises(formats.OptionError, match=r"min_agreement guards int8 artifacts.*add int8 to precision"):
         zoo.deploy.export(model, tmp_path, ["tflite"], min_agreement=99, validation_data=rep)
+    # 99% at 95% confidence: 381 inputs (n / (n + 1.96^2) >= 0.99), whatever they show.
+    with pytest.raises(formats.OptionError, match="min_agreement=99 needs at least 381 validation inputs: with 380"):
+        zoo.deploy.export(model, tmp_path, ["onnx"], precision="int8", representative_data=rep, min_agreement=99,
+                          validation_data=np.zeros((380, 28, 28, 1), np.float32))
     assert os.listdir(tmp_path) == []
 
 

@@ -222,6 +222,13 @@ def _guard_data(resolved: dict, guards: dict, quantization_aware: bool, signatur
                           "data, whose ranges int8 was fit to (the CLI draws it from --dataset's or --data's "
                           "validation split, --val-split).")
     val_x, val_y = inputs.collect(given, None, "validation_data", signature)
+    if not labelled:
+        from zoo.deploy.ptq.budget import Goal, check_inputs
+
+        try:
+            check_inputs(Goal.of(resolved[next(iter(guards))]), inputs.count(val_x))
+        except ValueError as e:
+            raise OptionError(str(e)) from None
     if labelled and val_y is None:
         raise DataShapeError("validation_data needs labels for max_accuracy_drop: (x, y) arrays or batches of (x, y).")
     return val_x, val_y

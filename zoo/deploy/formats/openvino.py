@@ -130,7 +130,7 @@ def _quantize(job: Job, model, ov):
         count = len(next(iter(named.values())))
         quantized = nncf.quantize(model, _dataset(data), subset_size=count)
         return quantized, {"note": f"NNCF post-training int8, calibrated on {count} examples"}
-    from zoo.deploy.ptq.budget import Goal, validation
+    from zoo.deploy.ptq.budget import Goal, validation, wilson_interval
     from zoo.deploy.ptq.budget import summary as budget_summary
 
     goal = Goal.of(options)
@@ -150,9 +150,16 @@ def _quantize(job: Job, model, ov):
     def metric(compiled, _data) -> float:
         return float(np.mean(predict(compiled).argmax(-1) == reference))
 
+    def guarded(compiled, _data) -> float:  # agreement: its 95% lower bound (zoo.deploy.ptq.budget)
+        share = metric(compiled, _data)
+        return wilson_interval(share, len(x))[0] if goal.metric == "agreement" else share
+
+    # NNCF measures the float model's own value first: for agreement, the lower bound of full agreement.
+    allowed = (wilson_interval(1.0, len(x))[0] - (1 - goal.max_drop / 100) if goal.metric == "agreement"
+               else goal.max_drop / 100)
     full = nncf.quantize(model, _dataset(rep), subset_size=len(rep))
     quantized = nncf.quantize_with_accuracy_control(
-        model, _dataset(rep), _dataset(x[:1]), metric, max_drop=goal.max_drop / 100, drop_type=nncf.DropType.ABSOLUTE,
+        model, _dataset(rep), _dataset(x[:1]), guarded, max_drop=allowed, drop_type=nncf.DropType.ABSOLUTE,
         subset_size=len(rep),
     )
     metrics = {name: metric(compile_(m), None) for name, m in (("float32", model), ("int8", full),
@@ -161,7 +168,8 @@ def _quantize(job: Job, model, ov):
     reverted = sorted(set(in_full) - set(in_chosen))
     layers = sorted({layer_of(in_full[op], job.keras_model()) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
-    within = drop <= goal.max_drop + 1e-9
+    within = (wilson_interval(metrics["chosen"], len(x))[0] >= 1 - goal.max_drop / 100 - 1e-9
+              if goal.metric == "agreement" else drop <= goal.max_drop + 1e-9)
     summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers,
                              len(x))
     costs = _costs(job, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
@@ -172,7 +180,8 @@ def _quantize(job: Job, model, ov):
                "note": f"{goal.describe()} (nncf.quantize_with_accuracy_control): {summary}"}
     if goal.metric == "agreement":
         details.update(min_agreement=100 - goal.max_drop, full_int8_agreement=metrics["int8"],
-                       final_agreement=metrics["chosen"])
+                       final_agreement=metrics["chosen"],
+                       final_agreement_interval=wilson_interval(metrics["chosen"], len(x)))
     return quantized, details
 
 
