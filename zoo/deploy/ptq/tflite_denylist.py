@@ -69,7 +69,12 @@ class DenylistQuantizer:
             denied = [n for n in self.nodes if n not in mine]
         else:
             denied = list(dict.fromkeys(n for layer in exclude for n in self.nodes_of(layer)))
-        self._debugger.options = tf.lite.experimental.QuantizationDebugOptions(denylisted_nodes=denied or None)
+        options = tf.lite.experimental.QuantizationDebugOptions(denylisted_nodes=denied or None)
+        try:
+            self._debugger.options = options
+        except ValueError:  # the debug model it also builds has no op to verify; the options are set all the same
+            if self._debugger.options is not options:
+                raise
         return bytes(self._debugger.get_nondebug_quantized_model())
 
 
