@@ -358,9 +358,13 @@ def markdown(result: dict) -> str:
     flags = ", ".join(m.get("cpu_flags") or []) or "unknown"
     loads = [result.get(k) for k in ("load_before", "load_after") if result.get(k)]
     if loads:
+        shared = max(l["load_1m"] for l in loads) > loads[0]["cpus"]
+        verdict = ("above the CPU count, other processes shared the cores, so absolute rates are low and the "
+                   "interleaved ratios are the figures to read" if shared else
+                   "not above the CPU count (the benchmark's own threads): a quiet machine, so wall-clock rates "
+                   "and % of peak by wall time can be read too")
         out.append(f"\nCPU flags: {flags}. Load average (1 min) {' -> '.join(str(l['load_1m']) for l in loads)} "
-                   f"on {loads[0]['cpus']} CPUs: above the CPU count, other processes shared the cores, so "
-                   f"absolute rates are low and the interleaved ratios are the figures to read.\n")
+                   f"on {loads[0]['cpus']} CPUs: {verdict}.\n")
     out.append("\n## Targets\n")
     out.append(markdown_table(targets(result), [("target", "target"), ("value", "measured"),
                                                 ("passed", "met")]))
