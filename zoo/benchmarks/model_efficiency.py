@@ -9,8 +9,9 @@ synthetic data so that no input pipeline is measured):
   model zoo's is weight-compatible with (the registry's `keras_twin`, e.g.
   MobileNetV2), else the same graph rebuilt from stock
   Keras layers (`zoo.architectures.stock.stock_keras_model`), both a plain
-  `keras.Model` compiled with the same optimizer, loss and metrics and
-  loaded with the same weights;
+  `keras.Model` compiled with Keras's own optimizer of the same settings
+  (zoo's is the fused one of `zoo.training.fused_optimizers`), the same loss
+  and metrics, and loaded with the same weights;
 - timed `fit`s alternated ABBA (`zoo.benchmarks.fit_timing`);
 - achieved training GFLOP/s (3x the forward FLOPs of `zoo.benchmarks.flops`)
   against the machine's fp32 matmul peak measured in the same run
@@ -75,7 +76,8 @@ def synthetic_batches(input_shape, batch_size: int, seed: int = 0) -> tf.data.Da
 
 
 def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = False):
-    """(zoo model, plain Keras baseline): same weights, optimizer, loss and metrics."""
+    """(zoo model, plain Keras baseline): same weights, loss, metrics and optimizer settings (Keras's own
+    optimizer in the baseline)."""
     config = TrainConfig(model=name, optimizer="adamw", lr=1e-3, schedule="constant", seed=seed,
                          jit_compile=jit_compile, export_dir=None)
     keras.utils.set_random_seed(seed)
@@ -89,7 +91,7 @@ def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = Fa
     else:
         plain = stock_keras_model(zoo_model)
     task = get_task(registry.get_spec(name).task)
-    plain.compile(optimizer=make_optimizer(config, None), loss=task.loss(), metrics=task.metrics(),
+    plain.compile(optimizer=make_optimizer(config, None, stock=True), loss=task.loss(), metrics=task.metrics(),
                   jit_compile=jit_compile)
     return zoo_model, plain
 

@@ -15,6 +15,7 @@ import zoo.data
 from zoo.architectures import registry
 from zoo.training import augment, features
 from zoo.training.config import TrainConfig
+from zoo.training.fused_optimizers import FusedAdam, FusedAdamW
 from zoo.training.tasks import get_task
 
 
@@ -27,15 +28,20 @@ def cosine_with_warmup(lr: float, total_steps: int, warmup_fraction: float):
     )
 
 
-def make_optimizer(config: TrainConfig, steps_per_epoch: int | None) -> keras.optimizers.Optimizer:
-    """The recipe's optimizer with its learning-rate schedule."""
+def make_optimizer(config: TrainConfig, steps_per_epoch: int | None,
+                   stock: bool = False) -> keras.optimizers.Optimizer:
+    """The recipe's optimizer with its learning-rate schedule.
+
+    Adam and AdamW are zoo's fused ones (`zoo.training.fused_optimizers`: the same arithmetic, one kernel
+    per variable); `stock=True` gives Keras's own, as the benchmarks' plain-Keras baselines use.
+    """
     lr = config.lr
     if config.schedule == "cosine" and steps_per_epoch:
         lr = cosine_with_warmup(config.lr, steps_per_epoch * config.epochs, config.warmup_fraction)
     if config.optimizer == "adamw":
-        return keras.optimizers.AdamW(lr, weight_decay=config.weight_decay)
+        return (keras.optimizers.AdamW if stock else FusedAdamW)(lr, weight_decay=config.weight_decay)
     if config.optimizer == "adam":
-        return keras.optimizers.Adam(lr)
+        return (keras.optimizers.Adam if stock else FusedAdam)(lr)
     return keras.optimizers.SGD(lr, momentum=0.9, nesterov=True, weight_decay=config.weight_decay or None)
 
 
