@@ -13,7 +13,6 @@ import zoo.deploy
 from zoo.training import ZooModel
 
 HAS_OPENVINO = importlib.util.find_spec("openvino") is not None and importlib.util.find_spec("nncf") is not None
-HAS_AEQ = importlib.util.find_spec("ai_edge_quantizer") is not None
 
 
 def _data(n=600, seed=0):
@@ -123,7 +122,7 @@ def _sensitive_mlp():
 
 
 @pytest.mark.parametrize("runtime", [
-    pytest.param("tflite", marks=pytest.mark.skipif(not HAS_AEQ, reason="ai-edge-quantizer not installed")),
+    "tflite",  # the converter's own quantizer (zoo.deploy.ptq.tflite_denylist): no extra package
     "onnx",
     pytest.param("openvino", marks=pytest.mark.skipif(not HAS_OPENVINO, reason="openvino/nncf not installed")),
 ])
@@ -203,7 +202,7 @@ def _outlier_residual_model():
 
 
 @pytest.mark.parametrize("runtime", [
-    pytest.param("tflite", marks=pytest.mark.skipif(not HAS_AEQ, reason="ai-edge-quantizer not installed")),
+    "tflite",  # the converter's own quantizer (zoo.deploy.ptq.tflite_denylist): no extra package
     "onnx",
 ])
 def test_accuracy_budget_can_keep_a_residual_add_float(runtime, tmp_path):
