@@ -172,6 +172,32 @@ def test_agreement_guard_needs_no_labels_and_its_tflite_agrees_in_the_runtime(tm
     assert report.ok and result.verification.argmax_agreement >= 0.99
 
 
+def test_the_softmax_writing_the_output_can_stay_float_in_tflite(tmp_path):
+    """The op writing a model output is named after the signature (`StatefulPartitionedCall_1:0`), not its layer;
+    int8's fixed 1/256 softmax step ties close classes, so the guard must be able to keep it float."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from zoo.deploy.ptq.tflite_denylist import DenylistQuantizer
+    from zoo.deploy.signature import export_saved_model
+
+    model = _trained("mlp", width=16, depth=1, dropout=0.0)
+    export_saved_model(model, tmp_path / "sm")
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "sm"))
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    x = _data(20)[0]
+    converter.representative_dataset = lambda: ([x[i : i + 1]] for i in range(len(x)))
+    quantizer = DenylistQuantizer(converter, output_layers=["predictions"])
+
+    def softmax_dtype(flatbuffer):
+        interpreter = Interpreter(model_content=flatbuffer)
+        dtypes = {t["index"]: t["dtype"] for t in interpreter.get_tensor_details()}
+        (op,) = [op for op in interpreter._get_ops_details() if op["op_name"] == "SOFTMAX"]
+        return dtypes[op["outputs"][0]]
+
+    assert softmax_dtype(quantizer.quantize()) == np.int8
+    assert softmax_dtype(quantizer.quantize(exclude=["predictions"])) == np.float32
+
+
 def _outlier_residual_model():
     """dense -> add(dense, constant outlier channel) -> classifier: the add's int8 range is the outlier's.
 

@@ -58,7 +58,9 @@ class DenylistQuantizer:
     def nodes_of(self, layer: str) -> list[str]:
         """The ops (by output tensor name) of a Keras layer."""
         pattern = re.compile(layer_regex(layer, layer in self.output_layers))
-        return [n for n in self.nodes if pattern.search(n)]
+        # `layer_regex` reads ai-edge-quantizer's scopes, the names joined and ended by ';'
+        # (`StatefulPartitionedCall_1:0;` for the op writing a model output, such as the softmax)
+        return [n for n in self.nodes if pattern.search(n + ";")]
 
     def quantize(self, exclude=(), only=None) -> bytes:
         """Full int8 but the ops of the `exclude` layers, or int8 only for the ops of the `only` layer."""
