@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import keras
 
-from zoo.architectures import recurrent
 from zoo.architectures.blocks import check_input_shape, classifier_head, make_model
 from zoo.architectures.registry import register_model
 
-# zoo's layers: Keras's, unrolled in training on short fixed-length sequences (`zoo.architectures.recurrent`)
-CELLS = {"lstm": recurrent.LSTM, "gru": recurrent.GRU, "simple_rnn": recurrent.SimpleRNN}
+CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "simple_rnn": keras.layers.SimpleRNN}
 CELL_PAPERS = {
     "lstm": "Hochreiter & Schmidhuber 1997, Long Short-Term Memory (Neural Computation 9(8)), "
     "https://doi.org/10.1162/neco.1997.9.8.1735",

@@ -2,23 +2,22 @@
 
 zoo models differ from what a user would write in plain Keras in two ways
 only: zoo's own layers that replace a stock one for speed (the fused
-`BatchNormalization`, the recurrent layers that unroll in training), and the
-`ZooModel` train step. `stock_keras_model` undoes both: the same graph, layer
-names and weights, with each such layer swapped for its stock parent and a
-plain `keras.Model` around it. Layers with no stock equivalent (e.g. ResNet's
-zero-padding shortcut) are kept. (zoo's fused optimizers are the compile
-step's business: the benchmarks give the baseline Keras's own.)
+`BatchNormalization`), and the `ZooModel` train step. `stock_keras_model`
+undoes both: the same graph, layer names and weights, with each such layer
+swapped for its stock parent and a plain `keras.Model` around it. Layers
+with no stock equivalent (e.g. ResNet's zero-padding shortcut) are kept.
+(zoo's fused optimizers are the compile step's business: the benchmarks give
+the baseline Keras's own.)
 """
 
 from __future__ import annotations
 
 import keras
 
-from zoo.architectures import recurrent
 from zoo.architectures.batch_norm import BatchNormalization
 
 # zoo layer -> the stock Keras layer it replaces (same constructor arguments and weights).
-STOCK_EQUIVALENTS = {BatchNormalization: keras.layers.BatchNormalization, **recurrent.STOCK}
+STOCK_EQUIVALENTS = {BatchNormalization: keras.layers.BatchNormalization}
 
 
 def stock_layer(layer):
