@@ -10,7 +10,7 @@ synthetic data so that no input pipeline is measured):
   MobileNetV2), else the same graph rebuilt from stock
   Keras layers (`zoo.architectures.stock.stock_keras_model`), both a plain
   `keras.Model` compiled with Keras's own optimizer of the same settings
-  (zoo's is the fused one of `zoo.training.fused_optimizers`), the same loss
+  (zoo's is the fused one of `zoo.core.fused_optimizers`), the same loss
   and metrics, and loaded with the same weights;
 - timed `fit`s alternated ABBA (`zoo.benchmarks.fit_timing`);
 - achieved training GFLOP/s (3x the forward FLOPs of `zoo.benchmarks.flops`)

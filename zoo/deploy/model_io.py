@@ -51,7 +51,7 @@ def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool =
     import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
     import zoo.data.raw_input  # noqa: F401  and the preprocessing layers of models trained on your own data
     import zoo.quantization  # noqa: F401  registers the quantization-aware layers (QAT models)
-    import zoo.training.fused_optimizers  # noqa: F401  and the optimizers zoo trains with (compile=True)
+    import zoo.core.fused_optimizers  # noqa: F401  and the optimizers zoo trains with (compile=True)
 
     try:
         return keras.saving.load_model(path, safe_mode=not unsafe_deserialization, compile=compile)

@@ -13,9 +13,9 @@ import tensorflow as tf
 
 import zoo.data
 from zoo.architectures import registry
+from zoo.core.fused_optimizers import FusedAdam, FusedAdamW
 from zoo.training import augment, features
 from zoo.training.config import TrainConfig
-from zoo.training.fused_optimizers import FusedAdam, FusedAdamW
 from zoo.training.tasks import get_task
 
 
@@ -32,7 +32,7 @@ def make_optimizer(config: TrainConfig, steps_per_epoch: int | None,
                    stock: bool = False) -> keras.optimizers.Optimizer:
     """The recipe's optimizer with its learning-rate schedule.
 
-    Adam and AdamW are zoo's fused ones (`zoo.training.fused_optimizers`: the same arithmetic, one kernel
+    Adam and AdamW are zoo's fused ones (`zoo.core.fused_optimizers`: the same arithmetic, one kernel
     per variable); `stock=True` gives Keras's own, as the benchmarks' plain-Keras baselines use.
     """
     lr = config.lr

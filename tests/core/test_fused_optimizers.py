@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 import keras
 
-from zoo.training.fused_optimizers import FusedAdam, FusedAdamW
+from zoo.core.fused_optimizers import FusedAdam, FusedAdamW
 
 STEPS = 6
 LR = keras.optimizers.schedules.ExponentialDecay(1e-2, decay_steps=2, decay_rate=0.5)
