@@ -110,6 +110,11 @@ def test_openvino_float32_verifies_in_openvino_runtime(cnn, tmp_path):
     np.testing.assert_allclose(got, cnn.predict(x, verbose=0), atol=1e-4)
 
 
+# Runtimes whose accuracy budget needs no extra package (TFLite: the converter's own quantizer,
+# zoo.deploy.ptq.tflite_denylist); OpenVINO's needs nncf.
+BUDGET_RUNTIMES = ["tflite", "onnx"]
+
+
 def _sensitive_mlp():
     """An MLP whose first layer is ruined by int8 on purpose: one weight per unit, on the always-zero
     top-left pixel, is 1000. Float outputs do not change (that input is 0), but each unit's per-channel
@@ -121,11 +126,8 @@ def _sensitive_mlp():
     return model
 
 
-@pytest.mark.parametrize("runtime", [
-    "tflite",  # the converter's own quantizer (zoo.deploy.ptq.tflite_denylist): no extra package
-    "onnx",
-    pytest.param("openvino", marks=pytest.mark.skipif(not HAS_OPENVINO, reason="openvino/nncf not installed")),
-])
+@pytest.mark.parametrize("runtime", [*BUDGET_RUNTIMES, pytest.param(
+    "openvino", marks=pytest.mark.skipif(not HAS_OPENVINO, reason="openvino/nncf not installed"))])
 def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_path):
     model = _sensitive_mlp()
     x, y = _data(400, seed=3)
@@ -227,10 +229,7 @@ def _outlier_residual_model():
     return model
 
 
-@pytest.mark.parametrize("runtime", [
-    "tflite",  # the converter's own quantizer (zoo.deploy.ptq.tflite_denylist): no extra package
-    "onnx",
-])
+@pytest.mark.parametrize("runtime", BUDGET_RUNTIMES)
 def test_accuracy_budget_can_keep_a_residual_add_float(runtime, tmp_path):
     model = _outlier_residual_model()
     x, y = _data(400, seed=3)
