@@ -103,3 +103,18 @@ def test_time_to_accuracy_report_from_a_recorded_result(tmp_path):
     assert "8.0x" in text and "missed" in text
     (png,) = time_to_accuracy.plots(result, tmp_path)
     assert png.is_file()
+
+
+def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
+    """A zoo model compiled with 8 steps per call against the plain one at 1: both fits must see the same
+    16 batches, or their losses part (a broken rounding would give the baseline 5 batches)."""
+    from zoo.benchmarks import model_efficiency
+    from zoo.benchmarks.fit_timing import execution_multiple, parity_fits
+
+    assert [execution_multiple(n, *models) for n, models in ((4, ()), (5, ("a",)))] == [4, 5]
+    case = model_efficiency.ModelCase((8, 8, 1), 16, recipe="mnist_lstm")  # the recipe's 8 steps per call
+    zoo_model, plain = model_efficiency.build_pair("mlp", case)
+    assert (zoo_model.steps_per_execution, plain.steps_per_execution) == (8, 1)
+    assert execution_multiple(5, zoo_model, plain) == 8
+    parity, _ = parity_fits(zoo_model, plain, model_efficiency.synthetic_batches((8, 8, 1), 16), parity_steps=5)
+    assert parity["steps"] == 16 and parity["abs_diff"] <= training.PARITY_TOLERANCE, parity

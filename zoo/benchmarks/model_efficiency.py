@@ -19,6 +19,12 @@ synthetic data so that no input pipeline is measured):
 - the TensorFlow profiler's top op types of the zoo step
   (`zoo.benchmarks.profile.compiled_op_summary`).
 
+A case that names a recipe runs under that recipe's `intra_op_threads`
+(`zoo.training.thread_pools`; the LSTM's recipe runs each small op on one
+core). TensorFlow fixes its thread pools per process, so such a row is
+measured in a fresh Python process, zoo and Keras alike, and the row says
+which pool it ran with.
+
 Targets are judged per CPU-second (zoo/Keras samples per CPU-second of the
 process; training FLOPs per CPU-second against the matmul's FLOPs per
 CPU-second): on a machine shared with other work (load average above the
@@ -30,7 +36,11 @@ so wall-clock ratios and percentages are reported beside but not judged.
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -38,7 +48,7 @@ import tensorflow as tf
 
 from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
-from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
+from zoo.benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.training.builders import build_and_compile, make_optimizer
 from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
@@ -55,13 +65,27 @@ class ModelCase:
     batch_size: int
     peak_target: float | None = None  # % of the fp32 matmul peak, by wall time
     ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
+    recipe: str | None = None  # the recipe whose runtime settings (RUNTIME_KNOBS) the row runs under
+
+    def runtime(self) -> dict:
+        """The recipe's `RUNTIME_KNOBS` (empty without a recipe: TensorFlow's and Keras's defaults)."""
+        from zoo.training.config import load_recipe
+
+        config = load_recipe(self.recipe) if self.recipe else None
+        return {knob: getattr(config, knob) for knob in RUNTIME_KNOBS} if config else {}
+
+
+# Recipe settings that change how fast a step runs, not what it computes. The intra-op pool is the
+# process's, so it holds for the Keras baseline too; steps_per_execution is the zoo model's compile
+# setting (the baseline keeps Keras's default, one step per call).
+RUNTIME_KNOBS = ("intra_op_threads", "steps_per_execution")
 
 
 CASES = {
     "convnet_bn": ModelCase((32, 32, 3), 256, peak_target=50.0),
     "resnet20": ModelCase((32, 32, 3), 128, peak_target=50.0, ratio_target=1.3),
     "mobilenet_v2": ModelCase((32, 32, 3), 128, ratio_target=1.3),
-    "lstm_classifier": ModelCase((28, 28), 128, peak_target=40.0),
+    "lstm_classifier": ModelCase((28, 28), 128, peak_target=40.0, recipe="mnist_lstm"),
     "mlp": ModelCase((28, 28, 1), 128),
 }
 
@@ -79,7 +103,8 @@ def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = Fa
     """(zoo model, plain Keras baseline): same weights, loss, metrics and optimizer settings (Keras's own
     optimizer in the baseline)."""
     config = TrainConfig(model=name, optimizer="adamw", lr=1e-3, schedule="constant", seed=seed,
-                         jit_compile=jit_compile, export_dir=None)
+                         jit_compile=jit_compile, export_dir=None,
+                         steps_per_execution=case.runtime().get("steps_per_execution", 1))
     keras.utils.set_random_seed(seed)
     zoo_model = build_and_compile(config, case.input_shape, NUM_CLASSES, steps_per_epoch=None)
     keras.utils.set_random_seed(seed)  # the same dropout seeds in the baseline
@@ -103,8 +128,13 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     from zoo.benchmarks.profile import compiled_op_summary
 
     case = CASES[name]
+    threads = case.runtime().get("intra_op_threads")
+    if threads is not None and tf.config.threading.get_intra_op_parallelism_threads() != threads:
+        return measure_in_fresh_process(name, settings, peak, seed, profile_steps, threads)
     row = {"model": name, "input_shape": list(case.input_shape), "batch_size": case.batch_size,
            "peak_target": case.peak_target, "ratio_target": case.ratio_target,
+           "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
+           "steps_per_execution": case.runtime().get("steps_per_execution", 1),
            "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
                         if registry.get_spec(name).keras_twin else "stock Keras layers")}
     ds = synthetic_batches(case.input_shape, case.batch_size, seed)
@@ -112,11 +142,7 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     row["params"] = zoo_model.count_params()
     row["identical_initial_weights"] = all(
         np.array_equal(a, b) for a, b in zip(zoo_model.get_weights(), plain.get_weights()))
-    losses = {}
-    for label, model in (("zoo", zoo_model), ("keras", plain)):  # tracing, and the parity check
-        rate, _, losses[label] = timed_fit(model, ds, settings.parity_steps - 1, 1)
-    row["parity"] = {"steps": settings.parity_steps, "zoo_loss": losses["zoo"], "keras_loss": losses["keras"],
-                     "abs_diff": abs(losses["zoo"] - losses["keras"])}
+    row["parity"], rate = parity_fits(zoo_model, plain, ds, settings.parity_steps)
     steps = max(settings.min_steps, min(settings.steps, int(settings.fit_budget_s * rate)))
     row["timed_steps_per_fit"] = steps
     runs = interleaved_rates(zoo_model, plain, ds, batch_size=case.batch_size, steps=steps,
@@ -144,6 +170,38 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     return row
 
 
+def measure_in_fresh_process(name: str, settings, peak: dict | None, seed: int, profile_steps: int,
+                             threads: int) -> dict:
+    """`measure`'s row from a new Python process whose intra-op pool has `threads` threads."""
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-") as folder:
+        request, answer = Path(folder) / "request.json", Path(folder) / "row.json"
+        request.write_text(json.dumps({"name": name, "settings": dataclasses.asdict(settings), "peak": peak,
+                                       "seed": seed, "profile_steps": profile_steps, "threads": threads}))
+        subprocess.run([sys.executable, "-m", "zoo.benchmarks.model_efficiency", str(request), str(answer)],
+                       check=True)
+        return json.loads(answer.read_text())
+
+
+def _measure_requested(request: str, answer: str) -> None:
+    """The fresh process's side of `measure_in_fresh_process`."""
+    from zoo.fileio import atomic_write_text
+    from zoo.training.thread_pools import set_intra_op_threads
+
+    args = json.loads(Path(request).read_text())
+    if not set_intra_op_threads(args["threads"]):
+        raise RuntimeError(f"could not set intra_op_threads={args['threads']} in the fresh process")
+    row = measure(args["name"], Settings(**args["settings"]), args["peak"], seed=args["seed"],
+                  profile_steps=args["profile_steps"])
+    atomic_write_text(answer, json.dumps(row, default=float))
+
+
+def runtime_text(row: dict) -> str:
+    """The row's non-default `RUNTIME_KNOBS`, in words."""
+    parts = [f"{row['intra_op_threads']} intra-op thread(s)" if row.get("intra_op_threads") else "",
+             f"{row['steps_per_execution']} steps per call" if row.get("steps_per_execution", 1) > 1 else ""]
+    return ", ".join(p for p in parts if p) or "default"
+
+
 def top_ops_text(row: dict, top: int = 4) -> str:
     return ", ".join(f"{o['op_type']} {100 * o['share']:.0f}%" for o in (row.get("top_ops") or [])[:top])
 
@@ -165,9 +223,10 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
     table = [dict(r, shape="x".join(map(str, r["input_shape"])),
                   range=f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
                   cpu=f"{r['cpu_ratio']:.2f} ({r['cpu_ratio_min']:.2f}-{r['cpu_ratio_max']:.2f})",
-                  ops=top_ops_text(r)) for r in rows if "ratio" in r]
+                  runtime=runtime_text(r), ops=top_ops_text(r)) for r in rows if "ratio" in r]
     out = [markdown_table(table, [
-        ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("baseline", "Keras baseline"),
+        ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("runtime", "zoo runtime"),
+        ("baseline", "Keras baseline"),
         ("zoo_samples_per_s", "zoo samples/s"), ("keras_samples_per_s", "Keras samples/s"),
         ("ratio", "zoo/Keras"), ("range", "range"), ("cpu", "zoo/Keras per CPU-s"),
         ("ratio_target", "target"), ("train_gflops", "GFLOP/s"), ("percent_of_peak", "% of peak"),
@@ -178,3 +237,7 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
                    f"GFLOP per CPU-second (float32 matmul, `zoo.benchmarks.peak`, same run). Training FLOPs are "
                    f"3x the forward FLOPs (`zoo.benchmarks.flops`). Inputs are synthetic, held in memory.\n")
     return "".join(out)
+
+
+if __name__ == "__main__":  # measure_in_fresh_process's child
+    _measure_requested(*sys.argv[1:3])

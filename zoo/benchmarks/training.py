@@ -43,7 +43,7 @@ from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
 from zoo.benchmarks import input_pipeline, model_efficiency
 from zoo.benchmarks.common import machine, markdown_table, system_load
-from zoo.benchmarks.fit_timing import interleaved_rates, timed_fit
+from zoo.benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.training import features
 from zoo.training.builders import build_and_compile, load_splits, make_optimizer
 from zoo.training.config import load_recipe
@@ -64,19 +64,6 @@ TARGET_RATIO = 1.0
 # The twin's stock BatchNormalization rounds differently from the fused kernel: after a few steps the
 # losses agree to ~1e-4, not bit for bit (tests/architectures/test_cnn_reference.py checks the step itself).
 PARITY_TOLERANCE = 1e-3
-
-
-@dataclasses.dataclass
-class Settings:
-    """How long to measure: `rounds` ABBA rounds of fits of `steps` timed steps each, fewer
-    where a step is slow (a fit is kept to about `fit_budget_s`, but at least `min_steps`)."""
-
-    steps: int = 200
-    warmup_steps: int = 3
-    rounds: int = 7
-    parity_steps: int = 5
-    fit_budget_s: float = 1.5
-    min_steps: int = 8
 
 
 def add_arguments(parser) -> None:
@@ -212,12 +199,7 @@ def compare_fit(recipe: str, variant: str, settings: Settings, seed: int = 0, ba
         row["params"] = zoo_model.count_params()
         row["identical_initial_weights"] = all(
             np.array_equal(a, b) for a, b in zip(zoo_model.get_weights(), plain.get_weights()))
-        # Untimed first fits: tracing, and the parity check (same data, same start, same steps).
-        losses, rate = {}, None
-        for name, model in (("zoo", zoo_model), ("keras", plain)):
-            rate, _, losses[name] = timed_fit(model, ds, settings.parity_steps - 1, 1)
-        row["parity"] = {"steps": settings.parity_steps, "zoo_loss": losses["zoo"], "keras_loss": losses["keras"],
-                         "abs_diff": abs(losses["zoo"] - losses["keras"])}
+        row["parity"], rate = parity_fits(zoo_model, plain, ds, settings.parity_steps)
         steps = max(settings.min_steps, min(settings.steps, int(settings.fit_budget_s * rate)))
         row["timed_steps_per_fit"] = steps
         runs = interleaved_rates(zoo_model, plain, ds, batch_size=config.batch_size, steps=steps,

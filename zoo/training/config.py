@@ -142,6 +142,9 @@ class TrainConfig:
                                     check=POSITIVE_INT, none=True, metavar="STEPS", group=RUN_GROUP)
     sanity_check: bool = knob(False, "first check the model can overfit one batch (zoo.training.checks.overfit_batch)",
                               check=BOOL, group=RUN_GROUP)
+    intra_op_threads: int | None = knob(None, "TensorFlow's threads within one op (default: one per core); 1 suits "
+                                        "the many small ops of an RNN (zoo.training.thread_pools)",
+                                        check=POSITIVE_INT, none=True, metavar="N", group=RUN_GROUP)
     # Transfer learning (zoo.architectures.weights, zoo.training.features.freezing / layer_decay) and presets.
     weights: str | None = knob(None, "start from these weights: a preset name (`zoo presets`), a preset folder, or a "
                                "keras.applications .h5, .weights.h5 or .keras file", check=PATH, none=True,

@@ -20,7 +20,7 @@ import tensorflow as tf
 import zoo.data
 from zoo.errors import ZooError
 from zoo.fileio import ensure_dir
-from zoo.training import augment, baselines, distribute, features
+from zoo.training import augment, baselines, distribute, features, thread_pools
 from zoo.training.builders import build_and_compile, load_splits, task_of
 from zoo.training.callbacks import (
     NonFiniteGuard,
@@ -64,7 +64,8 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     augment.parse(config.augment)
     if config.baseline:
         baselines.get(config.baseline)
-    # The strategy first: a multi-worker cluster must be set up before anything initializes TF.
+    # The thread pool and the strategy first: both must be set before anything initializes TF.
+    thread_pools.set_intra_op_threads(config.intra_op_threads)
     strategy = distribute.strategy(config.strategy)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)
