@@ -8,10 +8,11 @@ backward. Splitting such an op costs more in waking and joining threads than it 
 intra-op thread, each op runs whole on one core, and the inter-op pool still runs independent ops
 side by side (the backward pass's state and weight gradients).
 
-Measured on lstm_classifier (MNIST rows, batch 128, 2 cores), in separate processes that differ
-only in this setting: 1.25x the samples/s by wall time, 1.12x per CPU-second. The CNNs lose by
-wall time with it (convnet_bn 0.81x, resnet20 0.86x): their convolutions are large enough to
-split. So the recurrent recipes set it and the rest keep TensorFlow's default.
+Measured on 2 cores, in separate processes that differ only in this setting (samples/s by wall
+time, then per CPU-second): lstm_classifier (MNIST rows, batch 128) 1.25x and 1.12x; the
+2-layer char_lstm_lm (batch 64) 1.43x and 1.49x; lstm_forecaster (batch 16) 1.14x and 1.17x.
+The CNNs lose by wall time with it (convnet_bn 0.81x, resnet20 0.86x): their convolutions are
+large enough to split. So the recurrent recipes set it and the rest keep TensorFlow's default.
 
 The pools are created when TensorFlow runs its first op and cannot be changed after that. A
 run therefore sets the knob before anything else. In a process that has already run ops, the
