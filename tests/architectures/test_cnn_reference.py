@@ -245,3 +245,16 @@ def test_weight_norm_starts_at_the_unnormalized_kernel():
 def test_bad_options_name_the_bad_value(name, overrides, message):
     with pytest.raises(ValueError, match=message):
         zoo.build(name, **overrides)
+
+
+def test_zero_pad_shortcut_is_numpys_strided_slice_and_pad():
+    """Option A's subsampling (a 1x1 max pooling, for speed) takes every s-th pixel, odd sizes included."""
+    from zoo.architectures.resnet import ZeroPadShortcut
+
+    rng = np.random.default_rng(0)
+    for shape, strides in (((2, 32, 32, 16), 2), ((2, 7, 9, 3), 2), ((1, 5, 4, 2), 3)):
+        x = rng.standard_normal(shape).astype("float32")
+        expected = np.pad(x[:, ::strides, ::strides, :], [(0, 0), (0, 0), (0, 0), (0, 32 - shape[-1])])
+        layer = ZeroPadShortcut(32, strides)
+        np.testing.assert_array_equal(np.asarray(layer(x)), expected)
+        assert tuple(layer.compute_output_shape(shape)) == expected.shape
