@@ -235,6 +235,29 @@ def test_text_classifier_mask_zero_makes_padding_irrelevant():
         np.testing.assert_allclose(out, outputs[0], atol=1e-5)
 
 
+def test_unrolled_classifier_computes_what_keras_loop_computes():
+    """`unroll=True` (the mnist_lstm recipe's) against Keras's own while loop: outputs and gradients of
+    the same weights, a bidirectional 2-layer stack."""
+    import tensorflow as tf
+
+    options = dict(input_shape=(7, 3), units=8, num_layers=2, bidirectional=True, classifier_activation=None)
+    looped = zoo.build("lstm_classifier", **options)
+    unrolled = zoo.build("lstm_classifier", unroll=True, **options)
+    unrolled.set_weights(looped.get_weights())
+    x = np.random.default_rng(0).normal(size=(4, 7, 3)).astype("float32")
+    results = []
+    for model in (looped, unrolled):
+        with tf.GradientTape() as tape:
+            out = model(x, training=True)
+            loss = tf.reduce_sum(out**2)
+        results.append([out, *tape.gradient(loss, model.trainable_weights)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-5)
+    for bad in ({"input_shape": (None, 3)}, {"masking": True}):
+        with pytest.raises(ValueError, match="unroll needs a fixed number of time steps and masking=False"):
+            zoo.build("lstm_classifier", **{**options, "unroll": True, **bad})
+
+
 # ---------------------------------------------------------------------- forecaster
 
 

@@ -112,9 +112,10 @@ def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
     from zoo.benchmarks.fit_timing import execution_multiple, parity_fits
 
     assert [execution_multiple(n, *models) for n, models in ((4, ()), (5, ("a",)))] == [4, 5]
-    case = model_efficiency.ModelCase((8, 8, 1), 16, recipe="mnist_lstm")  # the recipe's 8 steps per call
-    zoo_model, plain = model_efficiency.build_pair("mlp", case)
+    case = model_efficiency.ModelCase((6, 4), 16, recipe="mnist_lstm")  # the recipe's 8 steps per call, unrolled
+    zoo_model, plain = model_efficiency.build_pair("lstm_classifier", case)
     assert (zoo_model.steps_per_execution, plain.steps_per_execution) == (8, 1)
+    assert zoo_model.get_layer("lstm1").unroll and plain.get_layer("lstm1").unroll  # the same graph
     assert execution_multiple(5, zoo_model, plain) == 8
-    parity, _ = parity_fits(zoo_model, plain, model_efficiency.synthetic_batches((8, 8, 1), 16), parity_steps=5)
+    parity, _ = parity_fits(zoo_model, plain, model_efficiency.synthetic_batches((6, 4), 16), parity_steps=5)
     assert parity["steps"] == 16 and parity["abs_diff"] <= training.PARITY_TOLERANCE, parity

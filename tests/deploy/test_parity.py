@@ -217,3 +217,16 @@ def test_tfjs_runs_rnns_returning_sequences_via_the_unrolled_route(tmp_path):
 
     got = TFJSRunner(r.path).predict(x)["logits"]
     np.testing.assert_allclose(got, model.predict(x, verbose=0), atol=1e-4)
+
+
+def test_an_unrolled_rnn_exports_as_its_loop(tmp_path):
+    """`unroll=True` (the mnist_lstm recipe's) is a training-speed choice: the export starts from the loop.
+    Converted as it was, the TF.js graph model held the LSTM's weights once per time step (28x)."""
+    keras.utils.set_random_seed(0)
+    model = zoo.build("lstm_classifier", input_shape=(28, 28), units=32, unroll=True)
+    report = zoo.deploy.export(model, tmp_path, ["tfjs"], verify=False, latency_runs=0)
+    (r,) = report.results
+    assert r.status == "exported" and "control flow v2" in r.notes, report.table()
+    weight_bytes = sum(p.stat().st_size for p in Path(r.path).glob("*.bin"))
+    assert weight_bytes <= 4 * model.count_params() * 1.05, (weight_bytes, model.count_params())
+    assert model.get_layer("lstm1").unroll  # the user's model is left as it was

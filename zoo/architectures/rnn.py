@@ -45,6 +45,7 @@ def apply_recurrent_stack(
     bidirectional: bool = False,
     dropout: float = 0.0,
     return_sequences: bool = False,
+    unroll: bool = False,
 ):
     """`num_layers` stacked recurrent layers named `{cell}1`, `{cell}2`, ... (`bi{cell}N` if bidirectional).
 
@@ -52,10 +53,13 @@ def apply_recurrent_stack(
     state unless `return_sequences`. A Keras mask on `x` (from `Masking` or
     `Embedding(mask_zero=True)`) propagates through the stack, so padded
     steps neither update the state nor count as the "last" step.
+
+    `unroll` is Keras's: the time loop written out step by step (the number
+    of steps must be fixed), see `rnn_classifier`.
     """
     for i in range(1, num_layers + 1):
         sequences = return_sequences or i < num_layers
-        layer = CELLS[cell](units, return_sequences=sequences, dropout=dropout, name=f"{cell}{i}")
+        layer = CELLS[cell](units, return_sequences=sequences, dropout=dropout, unroll=unroll, name=f"{cell}{i}")
         if bidirectional:
             layer = keras.layers.Bidirectional(layer, name=f"bi{cell}{i}")
         x = layer(x)
@@ -73,6 +77,7 @@ def rnn_classifier(
     dropout: float = 0.0,
     masking: bool = False,
     classifier_activation: str | None = "softmax",
+    unroll: bool = False,
 ):
     """Stacked (optionally bidirectional) recurrent layers, last state -> classifier.
 
@@ -88,12 +93,23 @@ def rnn_classifier(
         dropout: input dropout of each recurrent layer.
         masking: skip all-zero time steps (right-padded variable-length batches).
         classifier_activation: "softmax", or None for logits.
+        unroll: write the time loop out step by step (Keras's `unroll`) instead of a
+            `tf.while_loop`. It needs a fixed number of time steps and not `masking`.
+            Same outputs; for short sequences the step runs without the loop's
+            per-iteration bookkeeping. Measured on MNIST rows (28 steps, LSTM(128),
+            batch 128, 2 cores, one intra-op thread as the mnist_lstm recipe runs):
+            1.16x the training samples/s by wall time, 1.11x per CPU-second.
     """
     check_input_shape(input_shape, 2, name, allow_none_axes=(0,))
     check_recurrent_options(cell, units, num_layers, dropout)
+    if unroll and (input_shape[0] is None or masking):
+        # Keras cannot unroll an unknown number of steps; and its unrolled and looped paths disagree
+        # on the masked steps of a go_backwards layer (4e-3 on a masked bidirectional LSTM, measured).
+        raise ValueError(f"unroll needs a fixed number of time steps and masking=False. Received: "
+                         f"input_shape={tuple(input_shape)}, masking={masking}")
     inputs = keras.Input(tuple(input_shape), name="sequence")
     x = keras.layers.Masking(0.0, name="masking")(inputs) if masking else inputs
-    x = apply_recurrent_stack(x, cell, units, num_layers, bidirectional=bidirectional, dropout=dropout)
+    x = apply_recurrent_stack(x, cell, units, num_layers, bidirectional=bidirectional, dropout=dropout, unroll=unroll)
     outputs = classifier_head(x, num_classes, activation=classifier_activation)
     return make_model(inputs, outputs, name)
 

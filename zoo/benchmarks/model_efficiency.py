@@ -19,11 +19,13 @@ synthetic data so that no input pipeline is measured):
 - the TensorFlow profiler's top op types of the zoo step
   (`zoo.benchmarks.profile.compiled_op_summary`).
 
-A case that names a recipe runs under that recipe's `intra_op_threads`
-(`zoo.training.thread_pools`; the LSTM's recipe runs each small op on one
-core). TensorFlow fixes its thread pools per process, so such a row is
-measured in a fresh Python process, zoo and Keras alike, and the row says
-which pool it ran with.
+A case that names a recipe takes that recipe's `RECIPE_KNOBS`: its model
+options (the LSTM's recipe unrolls the time loop, in the baseline too, the
+same graph), its `steps_per_execution` (the zoo model's) and its
+`intra_op_threads` (`zoo.training.thread_pools`; the LSTM's recipe runs
+each small op on one core). TensorFlow fixes its thread pools per process,
+so such a row is measured in a fresh Python process, zoo and Keras alike,
+and the row says which pool it ran with.
 
 Targets are judged per CPU-second (zoo/Keras samples per CPU-second of the
 process; training FLOPs per CPU-second against the matmul's FLOPs per
@@ -65,20 +67,22 @@ class ModelCase:
     batch_size: int
     peak_target: float | None = None  # % of the fp32 matmul peak, by wall time
     ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
-    recipe: str | None = None  # the recipe whose runtime settings (RUNTIME_KNOBS) the row runs under
+    recipe: str | None = None  # the recipe whose settings (RECIPE_KNOBS) the row takes
 
     def runtime(self) -> dict:
-        """The recipe's `RUNTIME_KNOBS` (empty without a recipe: TensorFlow's and Keras's defaults)."""
+        """The recipe's `RECIPE_KNOBS` (empty without a recipe: the registry's, TensorFlow's and Keras's
+        defaults)."""
         from zoo.training.config import load_recipe
 
         config = load_recipe(self.recipe) if self.recipe else None
-        return {knob: getattr(config, knob) for knob in RUNTIME_KNOBS} if config else {}
+        return {knob: getattr(config, knob) for knob in RECIPE_KNOBS} if config else {}
 
 
-# Recipe settings that change how fast a step runs, not what it computes. The intra-op pool is the
-# process's, so it holds for the Keras baseline too; steps_per_execution is the zoo model's compile
-# setting (the baseline keeps Keras's default, one step per call).
-RUNTIME_KNOBS = ("intra_op_threads", "steps_per_execution")
+# What a case takes from its recipe: the model's builder options (the stock baseline is a clone, so
+# it has them too), and settings that change how fast a step runs, not what it computes. The
+# intra-op pool is the process's, so it holds for the Keras baseline too; steps_per_execution is the
+# zoo model's compile setting (the baseline keeps Keras's default, one step per call).
+RECIPE_KNOBS = ("model_overrides", "intra_op_threads", "steps_per_execution")
 
 
 CASES = {
@@ -104,7 +108,8 @@ def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = Fa
     optimizer in the baseline)."""
     config = TrainConfig(model=name, optimizer="adamw", lr=1e-3, schedule="constant", seed=seed,
                          jit_compile=jit_compile, export_dir=None,
-                         steps_per_execution=case.runtime().get("steps_per_execution", 1))
+                         steps_per_execution=case.runtime().get("steps_per_execution", 1),
+                         model_overrides=case.runtime().get("model_overrides") or {})
     keras.utils.set_random_seed(seed)
     zoo_model = build_and_compile(config, case.input_shape, NUM_CLASSES, steps_per_epoch=None)
     keras.utils.set_random_seed(seed)  # the same dropout seeds in the baseline
@@ -135,6 +140,7 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
            "peak_target": case.peak_target, "ratio_target": case.ratio_target,
            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
            "steps_per_execution": case.runtime().get("steps_per_execution", 1),
+           "model_overrides": case.runtime().get("model_overrides") or {},
            "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
                         if registry.get_spec(name).keras_twin else "stock Keras layers")}
     ds = synthetic_batches(case.input_shape, case.batch_size, seed)
@@ -196,9 +202,10 @@ def _measure_requested(request: str, answer: str) -> None:
 
 
 def runtime_text(row: dict) -> str:
-    """The row's non-default `RUNTIME_KNOBS`, in words."""
+    """The row's non-default `RECIPE_KNOBS`, in words."""
     parts = [f"{row['intra_op_threads']} intra-op thread(s)" if row.get("intra_op_threads") else "",
-             f"{row['steps_per_execution']} steps per call" if row.get("steps_per_execution", 1) > 1 else ""]
+             f"{row['steps_per_execution']} steps per call" if row.get("steps_per_execution", 1) > 1 else "",
+             ", ".join(f"{k}={v}" for k, v in sorted((row.get("model_overrides") or {}).items()))]
     return ", ".join(p for p in parts if p) or "default"
 
 
@@ -225,7 +232,7 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
                   cpu=f"{r['cpu_ratio']:.2f} ({r['cpu_ratio_min']:.2f}-{r['cpu_ratio_max']:.2f})",
                   runtime=runtime_text(r), ops=top_ops_text(r)) for r in rows if "ratio" in r]
     out = [markdown_table(table, [
-        ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("runtime", "zoo runtime"),
+        ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("runtime", "recipe settings"),
         ("baseline", "Keras baseline"),
         ("zoo_samples_per_s", "zoo samples/s"), ("keras_samples_per_s", "Keras samples/s"),
         ("ratio", "zoo/Keras"), ("range", "range"), ("cpu", "zoo/Keras per CPU-s"),

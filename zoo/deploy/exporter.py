@@ -106,6 +106,9 @@ def export(
         source = os.fspath(model)
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
+    looped = model_io.has_unrolled_rnn(model)
+    if looped:  # the same function; every format's RNN route starts from the loop (model_io.looped_copy)
+        model = model_io.looped_copy(model)
     signature = _signature(model, input_signature, test_data)
     metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
                       output_names=_output_widths(model))  # bad class names: refused before any work
@@ -162,7 +165,8 @@ def export(
                                  output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
         saved_model_dir, trace_error = _write_saved_model(model, signature, work, meta)
-        model_path, model_path_error = (source, None) if source else _save_model(model, work, recurrent or bool(guards))
+        model_path, model_path_error = ((source, None) if source and not looped
+                                        else _save_model(model, work, recurrent or bool(guards)))
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name, quantization_aware):

@@ -128,19 +128,16 @@ def recurrent_layers(model) -> list[str]:
     return found
 
 
-def unrolled_copy(model, example_shape: tuple):
-    """The same model with every RNN layer `unroll=True` and a static input shape, weights copied.
-
-    Unrolled RNNs are plain feed-forward graphs (no while loop, no TensorList),
-    which TFLite converts to builtins in every precision, full int8 included.
-    """
+def _rnn_rebuilt(model, unroll: bool, example_shape: tuple | None = None):
+    """`model` rebuilt from its config with every RNN layer's `unroll` set (and, given `example_shape`, a
+    static input shape), weights copied."""
     config = copy.deepcopy(model.get_config())
 
     def walk(node):
         if isinstance(node, dict):
             if node.get("class_name") in RECURRENT and isinstance(node.get("config"), dict):
-                node["config"]["unroll"] = True
-            if node.get("class_name") == "InputLayer":
+                node["config"]["unroll"] = unroll
+            if example_shape is not None and node.get("class_name") == "InputLayer":
                 node["config"]["batch_shape"] = [None, *example_shape]
                 node["config"].pop("shape", None)
             for value in node.values():
@@ -150,6 +147,44 @@ def unrolled_copy(model, example_shape: tuple):
                 walk(value)
 
     walk(config)
-    unrolled = type(model).from_config(config)
-    unrolled.set_weights(model.get_weights())
-    return unrolled
+    rebuilt = type(model).from_config(config)
+    rebuilt.set_weights(model.get_weights())
+    return rebuilt
+
+
+def unrolled_copy(model, example_shape: tuple):
+    """The same model with every RNN layer `unroll=True` and a static input shape, weights copied.
+
+    Unrolled RNNs are plain feed-forward graphs (no while loop, no TensorList),
+    which TFLite converts to builtins in every precision, full int8 included.
+    """
+    return _rnn_rebuilt(model, True, example_shape)
+
+
+def has_unrolled_rnn(model) -> bool:
+    """True if some RNN layer of `model` (inside Bidirectional and nested models too) has `unroll=True`."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("class_name") in RECURRENT and (node.get("config") or {}).get("unroll"):
+                found.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(model.get_config())
+    return bool(found)
+
+
+def looped_copy(model):
+    """The same model with every RNN layer back on its `tf.while_loop` (`unroll=False`), weights copied.
+
+    Unrolling is a training-speed choice (the mnist_lstm recipe's, `rnn_classifier(unroll=True)`);
+    exports start from the loop, the form each format's RNN route is built for. Converted as it is,
+    an unrolled LSTM's TF.js graph model held its weights once per time step (8.8 MB against 0.35 MB
+    for 28 steps).
+    """
+    return _rnn_rebuilt(model, False)
