@@ -119,3 +119,23 @@ def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
     assert execution_multiple(5, zoo_model, plain) == 8
     parity, _ = parity_fits(zoo_model, plain, model_efficiency.synthetic_batches((6, 4), 16), parity_steps=5)
     assert parity["steps"] == 16 and parity["abs_diff"] <= training.PARITY_TOLERANCE, parity
+
+
+def test_conv_ceiling_times_each_convolution_as_training_runs_it():
+    """Every Conv2D, alone at its shapes; the first (fed by the model's input) without an input gradient."""
+    import keras
+
+    from zoo.benchmarks import conv_ceiling
+
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(4, 3, padding="same")(inputs)
+    x = keras.layers.Conv2D(6, 3, strides=2, name="second")(keras.layers.ReLU()(x))
+    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.Flatten()(x)))
+    first, second = (layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
+    assert [len(conv_ceiling._conv_step(layer, 2, gradient)()) for layer, gradient in
+            ((first, False), (second, True))] == [2, 3]  # the output, then the gradients
+    result = conv_ceiling.conv_ceiling(model, 2, train_flops_per_sample=1e6, peak_gflops_per_cpu_s=100, reps=2)
+    assert result["conv_layers"] == 2 and result["conv_cpu_ms_per_step"] > 0
+    expected = 100 * (1e6 * 2 / (result["conv_cpu_ms_per_step"] / 1e3) / 1e9) / 100
+    assert abs(result["ceiling_percent_of_peak_per_cpu_s"] - expected) <= 0.05 * expected + 0.1
+    assert conv_ceiling.conv_ceiling(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]), 2, 1.0, 1.0) is None

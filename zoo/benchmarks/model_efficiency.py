@@ -17,7 +17,9 @@ synthetic data so that no input pipeline is measured):
   against the machine's fp32 matmul peak measured in the same run
   (`zoo.benchmarks.peak`), by wall time and per CPU-second;
 - the TensorFlow profiler's top op types of the zoo step
-  (`zoo.benchmarks.profile.compiled_op_summary`).
+  (`zoo.benchmarks.profile.compiled_op_summary`);
+- for a case with a % of peak target, the ceiling its convolutions set when
+  timed alone (`zoo.benchmarks.conv_ceiling`).
 
 A case that names a recipe takes that recipe's `RECIPE_KNOBS`: its model
 options (the LSTM's recipe unrolls the time loop, in the baseline too, the
@@ -50,6 +52,7 @@ import tensorflow as tf
 
 from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
+from zoo.benchmarks.conv_ceiling import conv_ceiling
 from zoo.benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.training.builders import build_and_compile, make_optimizer
 from zoo.training.config import TrainConfig
@@ -166,6 +169,7 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
         row["percent_of_peak_per_cpu_s"] = round(100 * row["train_gflops_per_cpu_s"] / peak["gflops_per_cpu_s"], 1)
         if case.peak_target:
             row["passed_peak"] = row["percent_of_peak_per_cpu_s"] >= case.peak_target
+            row["conv_ceiling"] = conv_ceiling(zoo_model, case.batch_size, 3 * flops, peak["gflops_per_cpu_s"])
     with tempfile.TemporaryDirectory(prefix="zoo-train-profile-") as logdir:
         tf.profiler.experimental.start(logdir)
         try:
@@ -230,7 +234,9 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
     table = [dict(r, shape="x".join(map(str, r["input_shape"])),
                   range=f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
                   cpu=f"{r['cpu_ratio']:.2f} ({r['cpu_ratio_min']:.2f}-{r['cpu_ratio_max']:.2f})",
-                  runtime=runtime_text(r), ops=top_ops_text(r)) for r in rows if "ratio" in r]
+                  runtime=runtime_text(r), ops=top_ops_text(r),
+                  ceiling=(r.get("conv_ceiling") or {}).get("ceiling_percent_of_peak_per_cpu_s", ""))
+             for r in rows if "ratio" in r]
     out = [markdown_table(table, [
         ("model", "model"), ("shape", "input"), ("batch_size", "batch"), ("runtime", "recipe settings"),
         ("baseline", "Keras baseline"),
@@ -238,11 +244,15 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
         ("ratio", "zoo/Keras"), ("range", "range"), ("cpu", "zoo/Keras per CPU-s"),
         ("ratio_target", "target"), ("train_gflops", "GFLOP/s"), ("percent_of_peak", "% of peak"),
         ("percent_of_peak_per_cpu_s", "% of peak per CPU-s"), ("peak_target", "% target"),
+        ("ceiling", "convolutions alone, % per CPU-s"),
         ("ops", "top ops (zoo step)")])]
     if peak and peak.get("gflops"):
         out.append(f"\nPeak: {peak['gflops']:.0f} GFLOP/s by wall time, {peak.get('gflops_per_cpu_s', 0):.0f} "
                    f"GFLOP per CPU-second (float32 matmul, `zoo.benchmarks.peak`, same run). Training FLOPs are "
-                   f"3x the forward FLOPs (`zoo.benchmarks.flops`). Inputs are synthetic, held in memory.\n")
+                   f"3x the forward FLOPs (`zoo.benchmarks.flops`). Inputs are synthetic, held in memory. "
+                   f"\"Convolutions alone\" is the % of peak per CPU-second the step would reach if its Conv2D "
+                   f"layers, each timed alone at its shapes (forward, weight and input gradient), were all it "
+                   f"ran (`zoo.benchmarks.conv_ceiling`): the most that trimming the rest of the step can give.\n")
     return "".join(out)
 
 
