@@ -103,7 +103,7 @@ def export(
     resolved = resolve_options(fmts, options, other_names=_OWN_KEYWORDS)
     source = None
     if not hasattr(model, "predict"):
-        source = os.fspath(model)
+        source = os.path.abspath(os.fspath(model))  # for a reused conversion process, as the output folder
         model = model_io.load_model_file(source, allow_unsafe_ops=allow_unsafe_ops,
                                          unsafe_deserialization=unsafe_deserialization)
     looped = model_io.has_unrolled_rnn(model)
@@ -323,7 +323,7 @@ def _writable_dir(out_dir) -> Path:
         raise
     except OSError as e:
         raise OutputDirError(f"Output directory {str(out)!r} is not writable: {e.strerror or e}.") from None
-    return out
+    return out.resolve()  # absolute: a conversion process reused across exports may run in another folder
 
 
 def _save(work: Path, name: str, array) -> str:

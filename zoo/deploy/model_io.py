@@ -128,25 +128,28 @@ def recurrent_layers(model) -> list[str]:
     return found
 
 
+def _config_nodes(node):
+    """Every dict in a model's config, depth first: the layers' entries, Bidirectional's and nested models'
+    inner layers included."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _config_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _config_nodes(value)
+
+
 def _rnn_rebuilt(model, unroll: bool, example_shape: tuple | None = None):
     """`model` rebuilt from its config with every RNN layer's `unroll` set (and, given `example_shape`, a
     static input shape), weights copied."""
     config = copy.deepcopy(model.get_config())
-
-    def walk(node):
-        if isinstance(node, dict):
-            if node.get("class_name") in RECURRENT and isinstance(node.get("config"), dict):
-                node["config"]["unroll"] = unroll
-            if example_shape is not None and node.get("class_name") == "InputLayer":
-                node["config"]["batch_shape"] = [None, *example_shape]
-                node["config"].pop("shape", None)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(config)
+    for node in _config_nodes(config):
+        if node.get("class_name") in RECURRENT and isinstance(node.get("config"), dict):
+            node["config"]["unroll"] = unroll
+        if example_shape is not None and node.get("class_name") == "InputLayer":
+            node["config"]["batch_shape"] = [None, *example_shape]
+            node["config"].pop("shape", None)
     rebuilt = type(model).from_config(config)
     rebuilt.set_weights(model.get_weights())
     return rebuilt
@@ -163,20 +166,8 @@ def unrolled_copy(model, example_shape: tuple):
 
 def has_unrolled_rnn(model) -> bool:
     """True if some RNN layer of `model` (inside Bidirectional and nested models too) has `unroll=True`."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if node.get("class_name") in RECURRENT and (node.get("config") or {}).get("unroll"):
-                found.append(node)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(model.get_config())
-    return bool(found)
+    return any(node.get("class_name") in RECURRENT and (node.get("config") or {}).get("unroll")
+               for node in _config_nodes(model.get_config()))
 
 
 def looped_copy(model):
