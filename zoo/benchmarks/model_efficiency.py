@@ -73,12 +73,11 @@ class ModelCase:
     recipe: str | None = None  # the recipe whose settings (RECIPE_KNOBS) the row takes
 
     def runtime(self) -> dict:
-        """The recipe's `RECIPE_KNOBS` (empty without a recipe: the registry's, TensorFlow's and Keras's
-        defaults)."""
-        from zoo.training.config import load_recipe
+        """The recipe's `RECIPE_KNOBS`; without a recipe, the registry's, TensorFlow's and Keras's defaults."""
+        from zoo.training.config import TrainConfig, load_recipe
 
-        config = load_recipe(self.recipe) if self.recipe else None
-        return {knob: getattr(config, knob) for knob in RECIPE_KNOBS} if config else {}
+        config = load_recipe(self.recipe) if self.recipe else TrainConfig()
+        return {knob: getattr(config, knob) for knob in RECIPE_KNOBS}
 
 
 # What a case takes from its recipe: the model's builder options (the stock baseline is a clone, so
@@ -109,10 +108,10 @@ def synthetic_batches(input_shape, batch_size: int, seed: int = 0) -> tf.data.Da
 def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = False):
     """(zoo model, plain Keras baseline): same weights, loss, metrics and optimizer settings (Keras's own
     optimizer in the baseline)."""
+    runtime = case.runtime()
     config = TrainConfig(model=name, optimizer="adamw", lr=1e-3, schedule="constant", seed=seed,
                          jit_compile=jit_compile, export_dir=None,
-                         steps_per_execution=case.runtime().get("steps_per_execution", 1),
-                         model_overrides=case.runtime().get("model_overrides") or {})
+                         steps_per_execution=runtime["steps_per_execution"], model_overrides=runtime["model_overrides"])
     keras.utils.set_random_seed(seed)
     zoo_model = build_and_compile(config, case.input_shape, NUM_CLASSES, steps_per_epoch=None)
     keras.utils.set_random_seed(seed)  # the same dropout seeds in the baseline
@@ -136,14 +135,15 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     from zoo.benchmarks.profile import compiled_op_summary
 
     case = CASES[name]
-    threads = case.runtime().get("intra_op_threads")
+    runtime = case.runtime()
+    threads = runtime["intra_op_threads"]
     if threads is not None and tf.config.threading.get_intra_op_parallelism_threads() != threads:
         return measure_in_fresh_process(name, settings, peak, seed, profile_steps, threads)
     row = {"model": name, "input_shape": list(case.input_shape), "batch_size": case.batch_size,
            "peak_target": case.peak_target, "ratio_target": case.ratio_target,
            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
-           "steps_per_execution": case.runtime().get("steps_per_execution", 1),
-           "model_overrides": case.runtime().get("model_overrides") or {},
+           "steps_per_execution": runtime["steps_per_execution"],
+           "model_overrides": runtime["model_overrides"],
            "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
                         if registry.get_spec(name).keras_twin else "stock Keras layers")}
     ds = synthetic_batches(case.input_shape, case.batch_size, seed)
