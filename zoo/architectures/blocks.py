@@ -9,6 +9,7 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
+from zoo.architectures.conv2d import Conv2D
 from zoo.core.model import ZooModel
 
 
@@ -49,7 +50,7 @@ def conv_bn_act(
     x, filters: int, kernel_size=3, *, strides=1, activation="relu", name: str, padding="same", bn_momentum=0.99
 ):
     """Conv2D (no bias) -> BatchNormalization (zoo's, fused when training) -> activation."""
-    x = keras.layers.Conv2D(
+    x = Conv2D(
         filters, kernel_size, strides=strides, padding=padding, use_bias=False, name=f"{name}_conv"
     )(x)
     x = BatchNormalization(momentum=bn_momentum, name=f"{name}_bn")(x)

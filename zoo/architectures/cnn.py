@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.blocks import check_input_shape, classifier_head, conv_bn_act, make_model
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.registry import register_model
 
 
@@ -35,9 +36,9 @@ def lenet5(
     pool = keras.layers.MaxPooling2D if pooling == "max" else keras.layers.AveragePooling2D
     inputs = keras.Input(tuple(input_shape), name="image")
     pad = "same" if min(h, w) < 32 else "valid"
-    x = keras.layers.Conv2D(6, 5, padding=pad, activation=activation, name="c1_conv")(inputs)
+    x = Conv2D(6, 5, padding=pad, activation=activation, name="c1_conv")(inputs)
     x = pool(2, name="s2_pool")(x)
-    x = keras.layers.Conv2D(16, 5, activation=activation, name="c3_conv")(x)
+    x = Conv2D(16, 5, activation=activation, name="c3_conv")(x)
     x = pool(2, name="s4_pool")(x)
     x = keras.layers.Flatten(name="flatten")(x)
     x = keras.layers.Dense(120, activation=activation, name="f5_dense")(x)

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 from zoo.architectures.blocks import check_image_input, check_pooling, gelu_erf, make_model
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.normalization import Normalization
 from zoo.architectures.registry import KerasTwin, register_model
 
@@ -164,14 +165,14 @@ def convnext(
     x = inputs
     if include_preprocessing:
         x = Normalization(mean=IMAGENET_MEAN_RGB, variance=IMAGENET_VARIANCE_RGB, name=f"{p}_prestem_normalization")(x)
-    x = keras.layers.Conv2D(projection_dims[0], 4, strides=4, name=f"{p}_stem_conv")(x)
+    x = Conv2D(projection_dims[0], 4, strides=4, name=f"{p}_stem_conv")(x)
     x = _layer_norm(x, f"{p}_stem_layernorm")
     rates = [float(r) for r in np.linspace(0.0, drop_path_rate, sum(depths))]
     block = 0
     for stage, (blocks, dim) in enumerate(zip(depths, projection_dims)):
         if stage:
             x = _layer_norm(x, f"{p}_downsampling_layernorm_{stage - 1}")
-            x = keras.layers.Conv2D(dim, 2, strides=2, name=f"{p}_downsampling_conv_{stage - 1}")(x)
+            x = Conv2D(dim, 2, strides=2, name=f"{p}_downsampling_conv_{stage - 1}")(x)
         for j in range(blocks):
             x = convnext_block(x, dim, rates[block], layer_scale_init_value, name=f"{p}_stage_{stage}_block_{j}")
             block += 1

@@ -22,6 +22,7 @@ from zoo.architectures.blocks import (
     image_top,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -43,16 +44,16 @@ def _bn_relu(x, name):
 def dense_layer(x, growth_rate: int, name: str):
     """BN-ReLU-1x1 conv (4k) -> BN-ReLU-3x3 conv (k), concatenated to the input (the "-B" bottleneck)."""
     y = _bn_relu(x, f"{name}_0")
-    y = keras.layers.Conv2D(4 * growth_rate, 1, use_bias=False, name=f"{name}_1_conv")(y)
+    y = Conv2D(4 * growth_rate, 1, use_bias=False, name=f"{name}_1_conv")(y)
     y = _bn_relu(y, f"{name}_1")
-    y = keras.layers.Conv2D(growth_rate, 3, padding="same", use_bias=False, name=f"{name}_2_conv")(y)
+    y = Conv2D(growth_rate, 3, padding="same", use_bias=False, name=f"{name}_2_conv")(y)
     return keras.layers.Concatenate(name=f"{name}_concat")([x, y])
 
 
 def transition(x, reduction: float, name: str):
     """BN-ReLU-1x1 conv to `reduction` x the channels, then 2x2 average pooling (the "-C" compression)."""
     x = _bn_relu(x, name)
-    x = keras.layers.Conv2D(int(x.shape[-1] * reduction), 1, use_bias=False, name=f"{name}_conv")(x)
+    x = Conv2D(int(x.shape[-1] * reduction), 1, use_bias=False, name=f"{name}_conv")(x)
     return keras.layers.AveragePooling2D(2, strides=2, name=f"{name}_pool")(x)
 
 
@@ -86,7 +87,7 @@ def densenet(
         raise ValueError(f"blocks must be 4 positive ints. Received: blocks={blocks}")
     inputs = keras.Input(tuple(input_shape), name="image")
     x = keras.layers.ZeroPadding2D(((3, 3), (3, 3)), name="conv1_pad")(inputs)
-    x = keras.layers.Conv2D(64, 7, strides=2, use_bias=False, name="conv1_conv")(x)
+    x = Conv2D(64, 7, strides=2, use_bias=False, name="conv1_conv")(x)
     x = _bn_relu(x, "conv1")
     x = keras.layers.ZeroPadding2D(((1, 1), (1, 1)), name="pool1_pad")(x)
     x = keras.layers.MaxPooling2D(3, strides=2, name="pool1")(x)

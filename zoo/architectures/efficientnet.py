@@ -29,6 +29,8 @@ from zoo.architectures.blocks import (
     make_divisible,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
+from zoo.architectures.depthwise import DepthwiseConv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -86,10 +88,10 @@ def squeeze_excite(x, reduced: int, activation: str, name: str):
     filters = x.shape[-1]
     se = keras.layers.GlobalAveragePooling2D(name=f"{name}se_squeeze")(x)
     se = keras.layers.Reshape((1, 1, filters), name=f"{name}se_reshape")(se)
-    se = keras.layers.Conv2D(reduced, 1, padding="same", activation=activation, kernel_initializer=CONV_INITIALIZER,
-                             name=f"{name}se_reduce")(se)
-    se = keras.layers.Conv2D(filters, 1, padding="same", activation="sigmoid", kernel_initializer=CONV_INITIALIZER,
-                             name=f"{name}se_expand")(se)
+    se = Conv2D(reduced, 1, padding="same", activation=activation, kernel_initializer=CONV_INITIALIZER,
+                name=f"{name}se_reduce")(se)
+    se = Conv2D(filters, 1, padding="same", activation="sigmoid", kernel_initializer=CONV_INITIALIZER,
+                name=f"{name}se_expand")(se)
     return keras.layers.Multiply(name=f"{name}se_excite")([x, se])
 
 
@@ -106,20 +108,20 @@ def mbconv_block(
     inputs = x
     filters = filters_in * expand_ratio
     if expand_ratio != 1:
-        x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
-                                name=f"{name}expand_conv")(x)
+        x = Conv2D(filters, 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
+                   name=f"{name}expand_conv")(x)
         x = BatchNormalization(name=f"{name}expand_bn")(x)
         x = keras.layers.Activation(activation, name=f"{name}expand_activation")(x)
     if strides == 2:
         x = keras.layers.ZeroPadding2D(correct_pad(x, kernel_size), name=f"{name}dwconv_pad")(x)
-    x = keras.layers.DepthwiseConv2D(kernel_size, strides=strides, padding="same" if strides == 1 else "valid",
-                                     use_bias=False, depthwise_initializer=CONV_INITIALIZER, name=f"{name}dwconv")(x)
+    x = DepthwiseConv2D(kernel_size, strides=strides, padding="same" if strides == 1 else "valid",
+                        use_bias=False, depthwise_initializer=CONV_INITIALIZER, name=f"{name}dwconv")(x)
     x = BatchNormalization(name=f"{name}bn")(x)
     x = keras.layers.Activation(activation, name=f"{name}activation")(x)
     if 0 < se_ratio <= 1:
         x = squeeze_excite(x, max(1, int(filters_in * se_ratio)), activation, name)
-    x = keras.layers.Conv2D(filters_out, 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
-                            name=f"{name}project_conv")(x)
+    x = Conv2D(filters_out, 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
+               name=f"{name}project_conv")(x)
     x = BatchNormalization(name=f"{name}project_bn")(x)
     if strides == 1 and filters_in == filters_out:
         if drop_rate > 0:
@@ -176,8 +178,8 @@ def efficientnet(
     x = keras.layers.Rescaling(1.0 / 255.0, name="stem_rescaling")(inputs)
     x = Normalization(axis=-1, name="stem_normalization")(x)
     x = keras.layers.ZeroPadding2D(correct_pad(x, 3), name="stem_conv_pad")(x)
-    x = keras.layers.Conv2D(filters(32), 3, strides=2, padding="valid", use_bias=False,
-                            kernel_initializer=CONV_INITIALIZER, name="stem_conv")(x)
+    x = Conv2D(filters(32), 3, strides=2, padding="valid", use_bias=False,
+               kernel_initializer=CONV_INITIALIZER, name="stem_conv")(x)
     x = BatchNormalization(name="stem_bn")(x)
     x = keras.layers.Activation(activation, name="stem_activation")(x)
     total = float(sum(repeats(s.repeats) for s in B0_STAGES))
@@ -197,8 +199,8 @@ def efficientnet(
                 name=f"block{i + 1}{chr(j + 97)}_",
             )
             b += 1
-    x = keras.layers.Conv2D(filters(1280), 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
-                            name="top_conv")(x)
+    x = Conv2D(filters(1280), 1, padding="same", use_bias=False, kernel_initializer=CONV_INITIALIZER,
+               name="top_conv")(x)
     x = BatchNormalization(name="top_bn")(x)
     x = keras.layers.Activation(activation, name="top_activation")(x)
     outputs = image_top(x, include_top=include_top, num_classes=num_classes, pooling=pooling,

@@ -20,6 +20,8 @@ import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import check_image_input, check_pooling, image_top, make_model
+from zoo.architectures.conv2d import Conv2D
+from zoo.architectures.depthwise import DepthwiseConv2D
 from zoo.architectures.efficientnet import CONV_INITIALIZER, DENSE_INITIALIZER, squeeze_excite
 from zoo.architectures.normalization import Normalization
 from zoo.architectures.registry import KerasTwin, register_model
@@ -79,8 +81,8 @@ def _bn_act(x, activation, prefix):
 
 
 def _conv(x, filters, kernel_size, strides, name):
-    return keras.layers.Conv2D(filters, kernel_size, strides=strides, padding="same", use_bias=False,
-                               kernel_initializer=CONV_INITIALIZER, name=name)(x)
+    return Conv2D(filters, kernel_size, strides=strides, padding="same", use_bias=False,
+                  kernel_initializer=CONV_INITIALIZER, name=name)(x)
 
 
 def _residual(x, inputs, stage_strides, filters_in, filters_out, drop_rate, name):
@@ -98,8 +100,8 @@ def mbconv_block(x, s: Stage, filters_in, filters_out, strides, drop_rate, activ
     if s.expand_ratio != 1:
         x = _conv(x, filters, 1, 1, f"{name}expand_conv")
         x = _bn_act(x, activation, f"{name}expand_")
-    x = keras.layers.DepthwiseConv2D(s.kernel_size, strides=strides, padding="same", use_bias=False,
-                                     depthwise_initializer=CONV_INITIALIZER, name=f"{name}dwconv2")(x)
+    x = DepthwiseConv2D(s.kernel_size, strides=strides, padding="same", use_bias=False,
+                        depthwise_initializer=CONV_INITIALIZER, name=f"{name}dwconv2")(x)
     x = _bn_act(x, activation, name)
     if 0 < s.se_ratio <= 1:
         x = squeeze_excite(x, max(1, int(filters_in * s.se_ratio)), activation, name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.blocks import check_input_shape, classifier_head, gelu_erf, make_model
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.registry import register_model
 
 _MIXER_PAPER = (
@@ -85,7 +86,7 @@ def mlp_mixer(
             f"{name}: input height and width must be >= patch_size={patch_size}. Received: input_shape={shape}"
         )
     inputs = keras.Input(shape, name="image")
-    x = keras.layers.Conv2D(hidden_dim, patch_size, strides=patch_size, name="stem_patches")(inputs)
+    x = Conv2D(hidden_dim, patch_size, strides=patch_size, name="stem_patches")(inputs)
     x = keras.layers.Reshape((x.shape[1] * x.shape[2], hidden_dim), name="stem_tokens")(x)
     for i in range(1, depth + 1):
         x = mixer_block(x, tokens_mlp_dim, channels_mlp_dim, name=f"block{i}")

@@ -25,6 +25,8 @@ from zoo.architectures.blocks import (
     make_divisible,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
+from zoo.architectures.depthwise import DepthwiseConv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -56,17 +58,17 @@ def inverted_residual_block(x, expansion: int, strides: int, filters: int, name:
     inputs = x
     in_channels = x.shape[-1]
     if expansion != 1:
-        x = keras.layers.Conv2D(expansion * in_channels, 1, padding="same", use_bias=False, name=f"{name}expand")(x)
+        x = Conv2D(expansion * in_channels, 1, padding="same", use_bias=False, name=f"{name}expand")(x)
         x = _bn(x, f"{name}expand_BN", bn_momentum)
         x = keras.layers.ReLU(6.0, name=f"{name}expand_relu")(x)
     if strides == 2:
         x = keras.layers.ZeroPadding2D(correct_pad(x, 3), name=f"{name}pad")(x)
-    x = keras.layers.DepthwiseConv2D(
+    x = DepthwiseConv2D(
         3, strides=strides, use_bias=False, padding="same" if strides == 1 else "valid", name=f"{name}depthwise"
     )(x)
     x = _bn(x, f"{name}depthwise_BN", bn_momentum)
     x = keras.layers.ReLU(6.0, name=f"{name}depthwise_relu")(x)
-    x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, name=f"{name}project")(x)
+    x = Conv2D(filters, 1, padding="same", use_bias=False, name=f"{name}project")(x)
     x = _bn(x, f"{name}project_BN", bn_momentum)
     if in_channels == filters and strides == 1:
         x = keras.layers.Add(name=f"{name}add")([inputs, x])
@@ -114,7 +116,7 @@ def mobilenet_v2(
     if not 0 < bn_momentum < 1:
         raise ValueError(f"bn_momentum must be in (0, 1). Received: bn_momentum={bn_momentum}")
     inputs = keras.Input(tuple(input_shape), name="image")
-    x = keras.layers.Conv2D(
+    x = Conv2D(
         make_divisible(32 * alpha, 8), 3, strides=2, padding="same", use_bias=False, name="Conv1"
     )(inputs)
     x = _bn(x, "bn_Conv1", bn_momentum)
@@ -133,7 +135,7 @@ def mobilenet_v2(
             )
             block_id += 1
     last_filters = make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
-    x = keras.layers.Conv2D(last_filters, 1, use_bias=False, name="Conv_1_conv")(x)
+    x = Conv2D(last_filters, 1, use_bias=False, name="Conv_1_conv")(x)
     x = _bn(x, "Conv_1_bn", bn_momentum)
     x = keras.layers.ReLU(6.0, name="out_relu")(x)
     outputs = image_top(x, include_top=include_top, num_classes=num_classes, pooling=pooling,

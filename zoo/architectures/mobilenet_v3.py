@@ -25,6 +25,8 @@ from zoo.architectures.blocks import (
     make_divisible,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
+from zoo.architectures.depthwise import DepthwiseConv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -99,10 +101,10 @@ def squeeze_excite(x, filters: int, prefix: str):
     """Global pool -> 1x1 reduce (ReLU) -> 1x1 expand -> hard sigmoid gate (Sec. 5.3)."""
     inputs = x
     x = keras.layers.GlobalAveragePooling2D(keepdims=True, name=f"{prefix}squeeze_excite_avg_pool")(x)
-    x = keras.layers.Conv2D(make_divisible(filters * _SE_RATIO), 1, padding="same",
-                            name=f"{prefix}squeeze_excite_conv")(x)
+    x = Conv2D(make_divisible(filters * _SE_RATIO), 1, padding="same",
+               name=f"{prefix}squeeze_excite_conv")(x)
     x = keras.layers.ReLU(name=f"{prefix}squeeze_excite_relu")(x)
-    x = keras.layers.Conv2D(filters, 1, padding="same", name=f"{prefix}squeeze_excite_conv_1")(x)
+    x = Conv2D(filters, 1, padding="same", name=f"{prefix}squeeze_excite_conv_1")(x)
     x = keras.layers.Activation("hard_sigmoid", name=f"{prefix}squeeze_excite_hard_sigmoid")(x)
     return keras.layers.Multiply(name=f"{prefix}squeeze_excite_mul")([inputs, x])
 
@@ -115,18 +117,18 @@ def bneck_block(x, expansion: float, filters: int, kernel_size: int, strides: in
     in_filters = x.shape[-1]
     expanded = make_divisible(in_filters * expansion)
     if block_id:
-        x = keras.layers.Conv2D(expanded, 1, padding="same", use_bias=False, name=f"{prefix}expand")(x)
+        x = Conv2D(expanded, 1, padding="same", use_bias=False, name=f"{prefix}expand")(x)
         x = _bn(x, f"{prefix}expand_bn", bn_momentum)
         x = _activate(x, activation, f"{prefix}expand")
     if strides == 2:
         x = keras.layers.ZeroPadding2D(correct_pad(x, kernel_size), name=f"{prefix}depthwise_pad")(x)
-    x = keras.layers.DepthwiseConv2D(kernel_size, strides=strides, padding="same" if strides == 1 else "valid",
-                                     use_bias=False, name=f"{prefix}depthwise")(x)
+    x = DepthwiseConv2D(kernel_size, strides=strides, padding="same" if strides == 1 else "valid",
+                        use_bias=False, name=f"{prefix}depthwise")(x)
     x = _bn(x, f"{prefix}depthwise_bn", bn_momentum)
     x = _activate(x, activation, f"{prefix}depthwise")
     if se:
         x = squeeze_excite(x, make_divisible(in_filters * expansion), prefix)
-    x = keras.layers.Conv2D(filters, 1, padding="same", use_bias=False, name=f"{prefix}project")(x)
+    x = Conv2D(filters, 1, padding="same", use_bias=False, name=f"{prefix}project")(x)
     x = _bn(x, f"{prefix}project_bn", bn_momentum)
     if strides == 1 and in_filters == filters:
         x = keras.layers.Add(name=f"{prefix}add")([shortcut, x])
@@ -184,7 +186,7 @@ def mobilenet_v3(
     if include_preprocessing:
         x = keras.layers.Rescaling(1.0 / 127.5, offset=-1.0, name="stem_rescaling")(x)
     stem_activation = "relu" if minimalistic else "hswish"
-    x = keras.layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False, name="conv")(x)
+    x = Conv2D(16, 3, strides=2, padding="same", use_bias=False, name="conv")(x)
     x = _bn(x, "conv_bn", bn_momentum)
     x = _activate(x, stem_activation, "conv")
     for block_id, b in enumerate(stack):
@@ -192,7 +194,7 @@ def mobilenet_v3(
             x, b.expansion, make_divisible(b.filters * alpha), b.kernel_size or big_kernel, b.strides,
             b.se and not minimalistic, "relu" if minimalistic else b.activation, block_id, bn_momentum,
         )
-    x = keras.layers.Conv2D(make_divisible(x.shape[-1] * 6), 1, padding="same", use_bias=False, name="conv_1")(x)
+    x = Conv2D(make_divisible(x.shape[-1] * 6), 1, padding="same", use_bias=False, name="conv_1")(x)
     x = _bn(x, "conv_1_bn", bn_momentum)
     x = _activate(x, stem_activation, "conv_1")
     if not include_top:
@@ -202,11 +204,11 @@ def mobilenet_v3(
     x = pool(keepdims=True, name=f"{pooling or 'avg'}_pool")(x)
     if alpha > 1.0:
         last_point = make_divisible(last_point * alpha)
-    x = keras.layers.Conv2D(last_point, 1, padding="same", name="conv_2")(x)
+    x = Conv2D(last_point, 1, padding="same", name="conv_2")(x)
     x = _activate(x, stem_activation, "conv_2")
     if dropout:
         x = keras.layers.Dropout(dropout, name="head_dropout")(x)
-    x = keras.layers.Conv2D(num_classes, 1, padding="same", name="logits")(x)
+    x = Conv2D(num_classes, 1, padding="same", name="logits")(x)
     x = keras.layers.Flatten(name="flatten")(x)
     outputs = keras.layers.Activation(classifier_activation or "linear", dtype="float32", name="predictions")(x)
     return make_model(inputs, outputs, name)

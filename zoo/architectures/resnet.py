@@ -27,6 +27,7 @@ from zoo.architectures.blocks import (
     image_top,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -90,7 +91,7 @@ class ZeroPadShortcut(keras.layers.Layer):
 
 
 def _cifar_conv_bn(x, filters, strides, name, gamma_initializer="ones"):
-    x = keras.layers.Conv2D(
+    x = Conv2D(
         filters, 3, strides=strides, padding="same", use_bias=False, kernel_initializer="he_normal", name=f"{name}_conv"
     )(x)
     return BatchNormalization(gamma_initializer=gamma_initializer, name=f"{name}_bn")(x)
@@ -108,7 +109,7 @@ def cifar_basic_block(x, filters: int, strides: int, shortcut: str, name: str, z
     elif shortcut == "A":
         residual = ZeroPadShortcut(filters, strides, name=f"{name}_shortcut")(x)
     else:
-        residual = keras.layers.Conv2D(
+        residual = Conv2D(
             filters, 1, strides=strides, use_bias=False, kernel_initializer="he_normal", name=f"{name}_shortcut_conv"
         )(x)
         residual = BatchNormalization(name=f"{name}_shortcut_bn")(residual)
@@ -205,7 +206,7 @@ resnet110 = _register_cifar(110, "1.7M")
 
 
 def _conv_bn(x, filters, kernel_size, name, strides=1, padding="valid"):
-    x = keras.layers.Conv2D(filters, kernel_size, strides=strides, padding=padding, name=f"{name}_conv")(x)
+    x = Conv2D(filters, kernel_size, strides=strides, padding=padding, name=f"{name}_conv")(x)
     return BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_bn")(x)
 
 

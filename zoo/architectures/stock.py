@@ -2,7 +2,9 @@
 
 zoo models differ from what a user would write in plain Keras in two ways
 only: zoo's own layers that replace a stock one for speed (the fused
-`BatchNormalization`), and the `ZooModel` train step. `stock_keras_model`
+`BatchNormalization`, the `Conv2D` whose 1x1 convolutions train as matmuls,
+the `DepthwiseConv2D` with cheaper gradients on small images), and the
+`ZooModel` train step. `stock_keras_model`
 undoes both: the same graph, layer names and weights, with each such layer
 swapped for its stock parent and a plain `keras.Model` around it. Layers
 with no stock equivalent (e.g. ResNet's zero-padding shortcut) are kept.
@@ -15,9 +17,12 @@ from __future__ import annotations
 import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
+from zoo.architectures.conv2d import Conv2D
+from zoo.architectures.depthwise import DepthwiseConv2D
 
 # zoo layer -> the stock Keras layer it replaces (same constructor arguments and weights).
-STOCK_EQUIVALENTS = {BatchNormalization: keras.layers.BatchNormalization}
+STOCK_EQUIVALENTS = {BatchNormalization: keras.layers.BatchNormalization, Conv2D: keras.layers.Conv2D,
+                     DepthwiseConv2D: keras.layers.DepthwiseConv2D}
 
 
 def stock_layer(layer):

@@ -26,6 +26,7 @@ from zoo.architectures.blocks import (
     global_pool,
     make_model,
 )
+from zoo.architectures.conv2d import Conv2D
 from zoo.architectures.registry import KerasTwin, register_model
 
 _PAPER = (
@@ -145,7 +146,7 @@ def vgg(
     x = inputs
     for stage, (convs, filters) in enumerate(zip(convs_per_stage, _STAGE_FILTERS), start=1):
         for i in range(1, convs + 1):
-            x = keras.layers.Conv2D(filters, 3, padding="same", activation="relu", name=f"block{stage}_conv{i}")(x)
+            x = Conv2D(filters, 3, padding="same", activation="relu", name=f"block{stage}_conv{i}")(x)
         x = keras.layers.MaxPooling2D(2, strides=2, name=f"block{stage}_pool")(x)
     if not include_top:
         return make_model(inputs, x if pooling is None else global_pool(x, pooling), name)
