@@ -5,18 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.architectures.layer_gradients import outputs_and_gradients
 from zoo.architectures.depthwise import DepthwiseConv2D
 from zoo.architectures.stock import stock_keras_model
-
-
-def outputs_and_gradients(layer, x, training):
-    size = int(np.prod(layer.compute_output_shape(x.shape)[1:]))
-    weights = tf.cos(tf.range(1.0, 1.0 + size))  # a loss with no symmetry
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = layer(x, training=True) if training else layer(x)
-        loss = tf.reduce_sum(tf.cast(tf.reshape(y, (x.shape[0], -1)), tf.float32) * weights)
-    return [y, *tape.gradient(loss, [x, layer.kernel, layer.bias])]
 
 
 # (image, kernel, stride, padding, dilation, depth multiplier): the gram path for images with fewer
