@@ -22,7 +22,7 @@ def test_matches_keras_conv2d_in_training(kernel, stride, matmul):
     assert ours.takes_matmul(x, training=True) is matmul
     assert not ours.takes_matmul(x, training=False)
     got = outputs_and_gradients(ours, x, True)
-    assert got[0].shape == (3, 5, 6, 4) if stride == 1 else (3, 3, 3, 4)
+    assert got[0].shape == ((3, 5, 6, 4) if stride == 1 else (3, 3, 3, 4))
     for g, want in zip(got, outputs_and_gradients(stock, x, False)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-5)
 
