@@ -19,8 +19,8 @@ parameters say where and why the curve bends:
   `zoo.benchmarks.serving_load`'s closed loop: throughput rises with clients
   until the server's cores are busy, then stays flat; from there Little's law,
   latency = clients / throughput, makes latency grow linearly with clients.
-  The bend is the client count where throughput stops growing (the last
-  one before a gain of under 10%).
+  The bend is the client count where throughput stops growing: the fewest
+  clients from which no larger count gains 10% or more.
 
 Every point is measured in one run, on the machine (and load) recorded.
 """
@@ -28,7 +28,6 @@ Every point is measured in one run, on the machine (and load) recorded.
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 import tempfile
 import time
@@ -51,6 +50,7 @@ EXPORT_MODELS = (
 )
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs", "onnx")
 CLIENTS = (1, 2, 4, 8, 16, 32, 64)
+MIN_REQUESTS = 600  # per serving point, all clients together: about a second at the server's rate
 CURVES = ("training", "export", "serving")
 
 
@@ -155,21 +155,31 @@ def export_curve(models=EXPORT_MODELS, formats=EXPORT_FORMATS) -> dict:
 # -- serving against clients ----------------------------------------------------------------------
 
 
+def saturation_point(points: list[dict], gain: float = 1.1):
+    """The fewest clients from which no larger count raises throughput by `gain` or more: the knee.
+
+    Set against every larger count, not only the next one, so that one noisy dip (2 clients slower
+    than 1) does not end the curve early.
+    """
+    for i, p in enumerate(points):
+        if all(q["throughput_rps"] < gain * p["throughput_rps"] for q in points[i + 1:]):
+            return p["clients"]
+    return None
+
+
 def serving_curve(requests_per_client: int = 40, clients=CLIENTS) -> dict:
     """gRPC throughput and p99 at each client count, batching off and on (`zoo.benchmarks.serving_load`)."""
     from zoo.benchmarks import serving_load
 
     measured = serving_load.measure(clients=clients, requests_per_client=requests_per_client, time_limit_s=15.0,
-                                    protocols=("grpc",), batching=(False, True))
+                                    protocols=("grpc",), batching=(False, True), min_requests=MIN_REQUESTS)
     curves = {}
     for batching in ("off", "on"):
         pts = sorted((r for r in measured["rows"] if r["batching"] == batching and r.get("throughput_rps")),
                      key=lambda r: r["clients"])
         if not pts:
             continue
-        # The last client count that still raised throughput by 10%: the knee.
-        bend = next((a["clients"] for a, b in itertools.pairwise(pts)
-                     if b["throughput_rps"] < 1.1 * a["throughput_rps"]), None)
+        bend = saturation_point(pts)
         curves[f"batching {batching}"] = {
             "points": [{"clients": p["clients"], "throughput_rps": p["throughput_rps"], "p99_ms": p["p99_ms"]}
                        for p in pts],

@@ -53,7 +53,13 @@ def run(args) -> dict:
 
 
 def measure(clients=(1, 8, 32), requests_per_client: int = 100, time_limit_s: float = 20.0,
-            protocols=("rest", "grpc"), batching=(False, True)) -> dict:
+            protocols=("rest", "grpc"), batching=(False, True), min_requests: int = 0) -> dict:
+    """Rows of throughput and latency per protocol, client count and batching setting.
+
+    Each client sends `requests_per_client` requests, or more where `n` clients would send fewer than
+    `min_requests` in all: a point of one or two clients is otherwise over in tens of milliseconds,
+    too short to time.
+    """
     x = _images(max(clients))
     with tempfile.TemporaryDirectory(prefix="zoo-serving-load-") as base:
         _publish(base, x)
@@ -65,9 +71,10 @@ def measure(clients=(1, 8, 32), requests_per_client: int = 100, time_limit_s: fl
             for protocol in protocols:
                 for n in clients:
                     for batched, server in servers.items():
-                        row = _load(server, protocol, n, requests_per_client, time_limit_s, x)
+                        requests = max(requests_per_client, -(-min_requests // n))
+                        row = _load(server, protocol, n, requests, time_limit_s, x)
                         rows.append({"protocol": protocol, "batching": "on" if batched else "off", "clients": n,
-                                     **row})
+                                     "requests_per_client": requests, **row})
     return {
         "machine": machine(),
         "model": MODEL,
