@@ -121,6 +121,20 @@ def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
     assert parity["steps"] == 16 and parity["abs_diff"] <= training.PARITY_TOLERANCE, parity
 
 
+def test_a_variant_case_builds_its_registered_model_with_its_options_in_both_fits():
+    """`convnet_bn_32_64_64` is convnet_bn with other filters: zoo's model and the stock baseline both."""
+    from zoo.benchmarks import model_efficiency
+
+    variant = model_efficiency.CASES["convnet_bn_32_64_64"]
+    assert variant.model == "convnet_bn" and variant.runtime()["model_overrides"] == {"filters": (32, 64, 64)}
+    case = model_efficiency.ModelCase((8, 8, 3), 4, recipe="mnist_speedrun", model="convnet_bn",
+                                      overrides=(("filters", (4, 8)),))
+    assert case.runtime()["model_overrides"] == {"filters": (4, 8), "padding": "valid", "dropout": 0.0}
+    for model in model_efficiency.build_pair("convnet_bn", case):
+        assert [model.get_layer(f"stage{i}_conv").filters for i in (1, 2)] == [4, 8]
+        assert model.get_layer("stage1_conv").padding == "valid"
+
+
 def test_conv_ceiling_times_each_convolution_as_training_runs_it():
     """Every Conv2D, alone at its shapes; the first (fed by the model's input) without an input gradient."""
     import keras

@@ -21,6 +21,13 @@ synthetic data so that no input pipeline is measured):
 - for a case with a % of peak target, the ceiling its convolutions set when
   timed alone (`zoo.benchmarks.conv_ceiling`).
 
+A case may be a variant of a registered model (`model` names it, `overrides`
+sets builder options): `convnet_bn_32_64_64` is convnet_bn at twice its
+default width in every stage, reported beside the default to show how much
+of the gap to the peak is the width. The default's 16-32 channels are sized
+for MNIST; at CIFAR shape their batch norm, ReLU and pooling passes over
+4-17 MB activations cost nearly as much as the convolutions (README, Speed).
+
 A case that names a recipe takes that recipe's `RECIPE_KNOBS`: its model
 options (the LSTM's recipe unrolls the time loop, in the baseline too, the
 same graph), its `steps_per_execution` (the zoo model's) and its
@@ -71,13 +78,19 @@ class ModelCase:
     peak_target: float | None = None  # % of the fp32 matmul peak, by wall time
     ratio_target: float = 1.0  # zoo/Keras samples/s; 1.0 means "no regression"
     recipe: str | None = None  # the recipe whose settings (RECIPE_KNOBS) the row takes
+    model: str | None = None  # the registry name, where the row's is a variant's (default: the row's name)
+    overrides: tuple = ()  # the variant's builder options, (name, value) pairs, over the recipe's
 
     def runtime(self) -> dict:
-        """The recipe's `RECIPE_KNOBS`; without a recipe, the registry's, TensorFlow's and Keras's defaults."""
+        """The recipe's `RECIPE_KNOBS`; without a recipe, the registry's, TensorFlow's and Keras's defaults.
+        A variant's `overrides` go over the recipe's model options."""
         from zoo.training.config import TrainConfig, load_recipe
 
         config = load_recipe(self.recipe) if self.recipe else TrainConfig()
-        return {knob: getattr(config, knob) for knob in RECIPE_KNOBS}
+        knobs = {knob: getattr(config, knob) for knob in RECIPE_KNOBS}
+        if self.overrides:
+            knobs["model_overrides"] = {**(knobs["model_overrides"] or {}), **dict(self.overrides)}
+        return knobs
 
 
 # What a case takes from its recipe: the model's builder options (the stock baseline is a clone, so
@@ -89,6 +102,7 @@ RECIPE_KNOBS = ("model_overrides", "intra_op_threads", "steps_per_execution")
 
 CASES = {
     "convnet_bn": ModelCase((32, 32, 3), 256, peak_target=50.0),
+    "convnet_bn_32_64_64": ModelCase((32, 32, 3), 256, model="convnet_bn", overrides=(("filters", (32, 64, 64)),)),
     "resnet20": ModelCase((32, 32, 3), 128, peak_target=50.0, ratio_target=1.3),
     "mobilenet_v2": ModelCase((32, 32, 3), 128, ratio_target=1.3),
     "lstm_classifier": ModelCase((28, 28), 128, peak_target=40.0, recipe="mnist_lstm"),
@@ -135,6 +149,7 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
     from zoo.benchmarks.profile import compiled_op_summary
 
     case = CASES[name]
+    model_name = case.model or name
     runtime = case.runtime()
     threads = runtime["intra_op_threads"]
     if threads is not None and tf.config.threading.get_intra_op_parallelism_threads() != threads:
@@ -144,10 +159,10 @@ def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps
            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
            "steps_per_execution": runtime["steps_per_execution"],
            "model_overrides": runtime["model_overrides"],
-           "baseline": (f"keras.applications.{registry.get_spec(name).keras_twin.application}"
-                        if registry.get_spec(name).keras_twin else "stock Keras layers")}
+           "baseline": (f"keras.applications.{registry.get_spec(model_name).keras_twin.application}"
+                        if registry.get_spec(model_name).keras_twin else "stock Keras layers")}
     ds = synthetic_batches(case.input_shape, case.batch_size, seed)
-    zoo_model, plain = build_pair(name, case, seed)
+    zoo_model, plain = build_pair(model_name, case, seed)
     row["params"] = zoo_model.count_params()
     row["identical_initial_weights"] = all(
         np.array_equal(a, b) for a, b in zip(zoo_model.get_weights(), plain.get_weights()))
