@@ -1,9 +1,10 @@
-"""`zoo list` and `zoo info`: the model registry."""
+"""`zoo list` and `zoo info`: the model registry, read from its recorded facts (no Keras, no build)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 
 def _add_list(sub):
@@ -25,12 +26,25 @@ def short_reference(paper: str) -> str:
     return f"{' & '.join(names)} {m.group(0)}"
 
 
-def _cmd_list(args) -> int:
-    import zoo
+def _model_infos() -> dict:
+    """The registry's facts from `zoo/architectures/catalog.json`, or, where that is older than the
+    sources, from the registry itself (which imports Keras), with a note saying how to refresh it."""
+    from zoo.architectures import catalog
 
+    infos = catalog.read()
+    if infos is None:
+        print(f"note: {catalog.PATH} is older than the architectures' sources; reading the registry instead "
+              "(python scripts/update_docs.py regenerates it)", file=sys.stderr)
+        infos = catalog.model_infos()
+    return infos
+
+
+def _cmd_list(args) -> int:
+    from zoo.architectures import catalog
     from zoo.deploy.matrix import exports_cell, load_results
 
-    rows = [zoo.model_info(n) for n in zoo.list_models(args.pattern, family=args.family)]
+    infos = _model_infos()
+    rows = [infos[n] for n in catalog.list_models(args.pattern, family=args.family, infos=infos)]
     exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)
     header = ("name", "family", "params", "input", "exports", "reference")
     table = [header] + [
@@ -53,9 +67,9 @@ def _add_info(sub):
 def _cmd_info(args) -> int:
     import dataclasses
 
-    import zoo
+    from zoo.architectures import catalog
 
-    print(json.dumps(dataclasses.asdict(zoo.model_info(args.model)), indent=2))
+    print(json.dumps(dataclasses.asdict(catalog.model_info(args.model, infos=_model_infos())), indent=2))
     return 0
 
 
