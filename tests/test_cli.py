@@ -1,4 +1,4 @@
-"""The command line as users meet it: help for every command, and the README agreeing with it."""
+"""The command line as users meet it: help for every command, TensorFlow's start-up lines off by default."""
 
 import subprocess
 import sys
@@ -7,13 +7,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_readme_command_reference_and_formats_table_are_current():
-    """README's generated sections equal what `scripts/update_readme.py` derives from the declarations."""
-    r = subprocess.run([sys.executable, "scripts/update_readme.py", "--check"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def _commands():

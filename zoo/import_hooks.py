@@ -10,7 +10,6 @@ the front of `sys.meta_path` finds the module as the other finders would and wra
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import sys
 import threading
 from typing import Callable, ContextManager
@@ -44,7 +43,7 @@ def after_import(name: str, fn: Callable[[object], None]) -> None:
     around_import(name, then_call)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:  # importlib.abc.MetaPathFinder's protocol, without importing importlib.abc at `import zoo`
     def find_spec(self, fullname, path, target=None):
         if fullname not in _pending:
             return None
@@ -64,7 +63,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:  # importlib.abc.Loader's protocol
     def __init__(self, loader, contexts):
         self.loader, self.contexts = loader, contexts
 

@@ -39,21 +39,26 @@ def _model_infos() -> dict:
     return infos
 
 
-def _cmd_list(args) -> int:
+def table(pattern: str = "*", family: str | None = None) -> list[tuple[str, ...]]:
+    """`zoo list`'s table, header first: the registry's facts and the formats each model exports to
+    (the docs' model table is this too)."""
     from zoo.architectures import catalog
     from zoo.deploy.matrix import exports_cell, load_results
 
     infos = _model_infos()
-    rows = [infos[n] for n in catalog.list_models(args.pattern, family=args.family, infos=infos)]
     exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)
     header = ("name", "family", "params", "input", "exports", "reference")
-    table = [header] + [
+    return [header] + [
         (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), exports_cell(i.name, exports),
          short_reference(i.paper))
-        for i in rows
+        for i in (infos[n] for n in catalog.list_models(pattern, family=family, infos=infos))
     ]
-    widths = [max(len(r[c]) for r in table) for c in range(len(header))]
-    for r in table:
+
+
+def _cmd_list(args) -> int:
+    rows = table(args.pattern, args.family)
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     return 0
 
