@@ -27,7 +27,7 @@ def test_every_command_has_help_that_exits_0(command):
 
 
 def test_drop_records_keeps_everything_but_log_records_below_the_level():
-    from zoo.cli.tf_logs import PRE_INIT, drop_records
+    from zoo.native_logs import PRE_INIT, drop_records
 
     text = (f"{PRE_INIT}\n"
             "I0000 00:00:1795794121.186363    9984 cpu_feature_guard.cc:227] This TensorFlow binary is optimized\n"
@@ -35,6 +35,7 @@ def test_drop_records_keeps_everything_but_log_records_below_the_level():
             "/x/y.py:3: UserWarning: kept\n"
             "E0000 00:00:1795794129.669449    9984 cuda_platform.cc:52] failed call to cuInit\n"
             "F0000 00:00:1795794129.669449    9984 main.cc:1] dies\n"
+            "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
             "plain output\n")
     assert drop_records(text, 3).splitlines() == [
         "/x/y.py:3: UserWarning: kept", "F0000 00:00:1795794129.669449    9984 main.cc:1] dies", "plain output"]
@@ -51,7 +52,7 @@ def test_tensorflow_start_up_lines_are_off_by_default_and_shown_with_verbose(tmp
     from PIL import Image
 
     import zoo
-    from zoo.cli.tf_logs import PRE_INIT, RECORD
+    from zoo.native_logs import PRE_INIT, RECORD
 
     keras.utils.set_random_seed(0)
     zoo.build("lenet5").save(tmp_path / "lenet5.keras")

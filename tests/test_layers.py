@@ -3,7 +3,7 @@
 The layers, bottom to top (a module may import its own package and any layer below, never one beside
 or above it, not even inside a function):
 
-    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes)
+    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.native_logs)
     architectures | data | quantization   (side by side: none imports another)
     deploy
     training                        (a run exports its SavedModel through deploy)
@@ -29,7 +29,7 @@ PACKAGE = ROOT / "zoo"
 # The top-level module or package -> (layer, rank). Layers of equal rank sit side by side.
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
-    "import_hooks": ("core", 0), "keras_classes": ("core", 0),
+    "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "deploy": ("deploy", 2),
     "training": ("training", 3),
