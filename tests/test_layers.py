@@ -3,7 +3,7 @@
 The layers, bottom to top (a module may import its own package and any layer below, never one beside
 or above it, not even inside a function):
 
-    core (zoo.core, zoo.errors, zoo.fileio)
+    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.native_logs)
     architectures | data | quantization   (side by side: none imports another)
     deploy
     training                        (a run exports its SavedModel through deploy)
@@ -29,6 +29,7 @@ PACKAGE = ROOT / "zoo"
 # The top-level module or package -> (layer, rank). Layers of equal rank sit side by side.
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
+    "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "deploy": ("deploy", 2),
     "training": ("training", 3),
@@ -194,6 +195,10 @@ def _heavy(modules) -> list[str]:
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
     "import zoo.benchmarks; [zoo.benchmarks.suite_summary(m) for m in zoo.benchmarks.SUITES.values()]",
+    "import zoo.architectures",
+    # `zoo list` and `zoo info` read the registrations' recorded facts (zoo/architectures/catalog.json).
+    "import zoo.cli; zoo.cli.main(['list'])",
+    "import zoo.cli; zoo.cli.main(['info', 'resnet50'])",
 ])
 def test_light_entry_points_do_not_import_tensorflow(code):
     assert _heavy(_loaded_after(code)) == []
@@ -218,5 +223,5 @@ def test_zoo_help_does_not_import_tensorflow():
 
 
 def test_architectures_do_not_load_training_data_or_deploy():
-    loaded = _loaded_after("import zoo.architectures")
+    loaded = _loaded_after("import zoo.architectures; zoo.architectures.list_models()")
     assert [m for m in loaded if m.startswith(("zoo.training", "zoo.deploy", "zoo.data", "zoo.benchmarks"))] == []

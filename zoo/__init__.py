@@ -5,12 +5,15 @@
 >>> model = zoo.build("convnet_bn", num_classes=10)
 
 `import zoo` is light: the names below are imported on first use (PEP 562), so `zoo --help` and
-`import zoo.core.options` do not load TensorFlow.
+`import zoo.core.options` do not load TensorFlow. Keras still finds zoo's classes by name once it is
+imported (`zoo.keras_classes`): `keras.saving.load_model` reads any `.keras` file zoo wrote.
 """
 
 from __future__ import annotations
 
 import importlib
+
+from zoo import keras_classes as _keras_classes
 
 __version__ = "0.1.0"
 
@@ -28,6 +31,29 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
+
+# The modules that register zoo's Keras classes (`register_keras_serializable(package="zoo")`), most
+# often needed first. Keras's first lookup of a `zoo>` name it lacks imports them until it is found
+# (zoo.keras_classes), so `import zoo, keras; keras.saving.load_model("runs/.../last.keras")` works.
+# tests/test_keras_classes.py fails if a registering module is missing here.
+_KERAS_CLASSES = (
+    "zoo.core.model",
+    "zoo.architectures.batch_norm",
+    "zoo.architectures.conv2d",
+    "zoo.architectures.depthwise",
+    "zoo.architectures.normalization",
+    "zoo.architectures.blocks",
+    "zoo.architectures.resnet",
+    "zoo.architectures.convnext",
+    "zoo.architectures.tcn",
+    "zoo.architectures.char_lm",
+    "zoo.data.raw_input",
+    "zoo.quantization.layers",
+    "zoo.core.fused_optimizers",
+    "zoo.training.losses",
+    "zoo.training.features.freezing",
+)
+_keras_classes.install(_KERAS_CLASSES)
 
 
 def __getattr__(name):

@@ -33,6 +33,7 @@ def test_cifar_resnet_matches_table6_params(name):
     model = zoo.build(name)
     assert model.input_shape == (None, 32, 32, 3) and model.output_shape == (None, 10)
     assert trainable_params(model) == pytest.approx(CIFAR_RESNET_PARAMS[name], rel=0.02)
+    assert model.count_params() == zoo.model_info(name).params  # as registered (slow variants elsewhere)
 
 
 def test_cifar_resnet_projection_shortcuts_add_parameters_and_bad_depth_fails():

@@ -51,6 +51,8 @@ def test_parameter_count_equals_keras_applications(name, include_top):
         expected = keras_application(name)(weights=None, include_top=include_top, input_shape=shape).count_params()
         model = zoo.build(name, include_top=include_top)
     assert model.count_params() == expected
+    if include_top:  # what `zoo list` shows, recorded at the registration
+        assert zoo.model_info(name).params == expected
 
 
 # One model per family, at the smallest input that reaches every stage.

@@ -1,11 +1,13 @@
-"""The model registry: names, wildcards, natural sort, errors, model_info."""
+"""The model registry: names, wildcards, natural sort, errors, model_info, and the facts each
+registration records (parameter count, input shape) against the built model."""
 
 import keras
 import numpy as np
 import pytest
 
 import zoo
-from zoo.architectures import registry
+from tests.conftest import variant_representatives
+from zoo.architectures import catalog, registry
 from zoo.errors import UnknownNameError
 from zoo.training import ZooModel
 
@@ -18,9 +20,10 @@ def test_every_family_is_represented():
 
 
 def test_list_models_wildcards_family_and_natural_sort(monkeypatch):
+    registry.list_registered()  # the built-in architectures are in before the registry is copied
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     for n in ("net110", "net20", "net56"):
-        registry.register_model(family="cnn", paper="test", input_shape=(4,), name=n)(
+        registry.register_model(family="cnn", paper="test", input_shape=(4,), params=0, name=n)(
             lambda input_shape, num_classes, name: None
         )
     assert zoo.list_models("net*") == ["net20", "net56", "net110"]  # natural, not lexical
@@ -40,9 +43,15 @@ def test_unknown_name_suggests_close_names():
 
 def test_duplicate_registration_is_refused():
     with pytest.raises(ValueError, match="already registered"):
-        registry.register_model(family="mlp", paper="x", input_shape=(4,), name="mlp")(
+        registry.register_model(family="mlp", paper="x", input_shape=(4,), params=0, name="mlp")(
             lambda input_shape, num_classes, name: None
         )
+
+
+@pytest.mark.parametrize("params", [None, -1, 1.5, True])
+def test_a_registration_records_its_parameter_count(params):
+    with pytest.raises(ValueError, match=f"params={params!r}"):
+        registry.register_model(family="mlp", paper="x", input_shape=(4,), params=params, name="nope")
 
 
 def test_unknown_override_names_the_allowed_ones():
@@ -57,7 +66,7 @@ def test_build_defaults_and_overrides(name):
     assert isinstance(model, ZooModel) and model.name == name
     assert tuple(model.input_shape[1:]) == info.input_shape
     assert model.output_shape == (None, 7)
-    assert info.params == zoo.build(name).count_params() > 0
+    assert info.params > 0  # equal to the built model's: test_declared_facts_equal_the_built_model
     assert info.paper and info.family in registry.FAMILIES
     x = np.random.default_rng(0).random((3, *info.input_shape), dtype=np.float32)
     probs = model.predict(x, verbose=0)
@@ -110,3 +119,40 @@ def test_zoo_list_cites_papers_briefly():
     assert short_reference("Ioffe & Szegedy 2015, Batch Normalization (ICML)") == "Ioffe & Szegedy 2015"
     assert short_reference("Graves 2013, https://arxiv.org/abs/1308.0850") == "Graves 2013"
     assert short_reference("He et al. 2016, Deep Residual Learning") == "He et al. 2016"
+
+
+def _fact_cases():
+    """Every architecture. Slow: size variants beyond each family's first, and keras.applications twins,
+    whose declared counts test_keras_twins.py compares with keras.applications' own (the bases by default)."""
+    keep = set(variant_representatives(zoo.list_models()))
+    for name in zoo.list_models():
+        slow = name not in keep or registry.get_spec(name).keras_twin is not None
+        yield pytest.param(name, marks=(pytest.mark.slow,) if slow else ())
+
+
+@pytest.mark.parametrize("name", list(_fact_cases()))
+def test_declared_facts_equal_the_built_model(name):
+    """The parameter count and input shape `zoo list` shows come from the registration, not a build."""
+    spec = registry.get_spec(name)
+    with keras.StatelessScope():  # variables declared, not allocated: ConvNeXt-XLarge's 350M cost nothing
+        model = zoo.build(name)
+    assert model.count_params() == spec.params, f"{name}: register_model(params={model.count_params():_})"
+    assert tuple(model.input_shape[1:]) == spec.input_shape
+    assert model.output_shape[-1] == spec.num_classes
+
+
+def test_the_catalog_records_the_registry():
+    """`zoo/architectures/catalog.json` (what `zoo list` reads) is what the registrations declare."""
+    assert catalog.read() is not None and catalog.PATH.read_text() == catalog.render(), (
+        "zoo/architectures/catalog.json is out of date: run python scripts/update_docs.py")
+    assert catalog.list_models("resnet*") == zoo.list_models("resnet*")
+    assert catalog.model_info("resnet50") == zoo.model_info("resnet50")
+    with pytest.raises(UnknownNameError, match="resnet50"):
+        catalog.model_info("resnet5")
+
+
+def test_a_stale_catalog_is_not_read(tmp_path):
+    stale = catalog.PATH.read_text().replace('"fingerprint": "', '"fingerprint": "0')
+    (tmp_path / "catalog.json").write_text(stale)
+    assert catalog.read(tmp_path / "catalog.json") is None
+    assert catalog.read(tmp_path / "missing.json") is None

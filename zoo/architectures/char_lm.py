@@ -85,7 +85,8 @@ class CharLanguageModel(ZooModel):
 
 
 @register_model(
-    family="rnn", paper=_CHAR_LM_PAPER, input_shape=(None,), num_classes=65, task="language_model", input_dtype="int32"
+    family="rnn", paper=_CHAR_LM_PAPER, input_shape=(None,), params=874_881, num_classes=65, task="language_model",
+    input_dtype="int32",
 )
 def char_lstm_lm(
     input_shape,

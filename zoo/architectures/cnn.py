@@ -12,7 +12,7 @@ from zoo.architectures.registry import register_model
 @register_model(
     family="cnn",
     paper="LeCun, Bottou, Bengio & Haffner 1998, Gradient-based learning applied to document recognition (Proc. IEEE 86(11))",
-    input_shape=(28, 28, 1),
+    input_shape=(28, 28, 1), params=61_706,
 )
 def lenet5(
     input_shape,
@@ -50,7 +50,7 @@ def lenet5(
 @register_model(
     family="cnn",
     paper="Ioffe & Szegedy 2015, Batch Normalization (ICML); layout after Simonyan & Zisserman 2015, VGG (ICLR)",
-    input_shape=(28, 28, 1),
+    input_shape=(28, 28, 1), params=29_978,
 )
 def convnet_bn(
     input_shape,

@@ -190,7 +190,7 @@ def convnext(
     return make_model(inputs, outputs, name)
 
 
-def _register(variant: str):
+def _register(variant: str, params: int):
     depths, dims = VARIANTS[variant]
     model_name = f"convnext_{variant}"
     application = f"ConvNeXt{'XLarge' if variant == 'xlarge' else variant.capitalize()}"
@@ -206,14 +206,14 @@ def _register(variant: str):
         "See `convnext` for the options (`drop_path_rate`, `include_top`, `pooling`, `include_preprocessing`)."
     )
     return register_model(
-        family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+        family="cnn", paper=_PAPER, input_shape=(224, 224, 3), params=params, num_classes=1000,
         keras_twin=KerasTwin(application, layer_aliases={"layer_normalization": f"{model_name}_head_layernorm"}),
         variant_of=None if variant == "tiny" else "convnext_tiny",
     )(builder)
 
 
-convnext_tiny = _register("tiny")
-convnext_small = _register("small")
-convnext_base = _register("base")
-convnext_large = _register("large")
-convnext_xlarge = _register("xlarge")
+convnext_tiny = _register("tiny", params=28_589_128)
+convnext_small = _register("small", params=50_223_688)
+convnext_base = _register("base", params=88_591_464)
+convnext_large = _register("large", params=197_767_336)
+convnext_xlarge = _register("xlarge", params=350_196_968)

@@ -103,7 +103,7 @@ def densenet(
     return make_model(inputs, outputs, name)
 
 
-def _register(depth: int):
+def _register(depth: int, params: int):
     model_name = f"densenet{depth}"
 
     def builder(input_shape, num_classes, name=model_name, **kwargs):
@@ -115,11 +115,11 @@ def _register(depth: int):
         "See `densenet` for the options (`include_top`, `pooling`, `dropout`)."
     )
     return register_model(
-        family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+        family="cnn", paper=_PAPER, input_shape=(224, 224, 3), params=params, num_classes=1000,
         keras_twin=KerasTwin(f"DenseNet{depth}"), variant_of=None if depth == 121 else "densenet121",
     )(builder)
 
 
-densenet121 = _register(121)
-densenet169 = _register(169)
-densenet201 = _register(201)
+densenet121 = _register(121, params=8_062_504)
+densenet169 = _register(169, params=14_307_880)
+densenet201 = _register(201, params=20_242_984)

@@ -230,7 +230,7 @@ def fix_imagenet_variance(model) -> str | None:
 _TWIN_ALIASES = {"rescaling": "stem_rescaling", "normalization": "stem_normalization"}
 
 
-def _register(variant: str):
+def _register(variant: str, params: int):
     width, depth, resolution, dropout = VARIANTS[variant]
     model_name = f"efficientnet_{variant}"
     application = f"EfficientNet{variant.upper()}"
@@ -246,17 +246,17 @@ def _register(variant: str):
         "See `efficientnet` for the options (`include_top`, `pooling`, `dropout`, `drop_connect_rate`)."
     )
     return register_model(
-        family="cnn", paper=_PAPER, input_shape=(resolution, resolution, 3), num_classes=1000,
+        family="cnn", paper=_PAPER, input_shape=(resolution, resolution, 3), params=params, num_classes=1000,
         keras_twin=KerasTwin(application, layer_aliases=_TWIN_ALIASES, after_load=fix_imagenet_variance),
         variant_of=None if variant == "b0" else "efficientnet_b0",
     )(builder)
 
 
-efficientnet_b0 = _register("b0")
-efficientnet_b1 = _register("b1")
-efficientnet_b2 = _register("b2")
-efficientnet_b3 = _register("b3")
-efficientnet_b4 = _register("b4")
-efficientnet_b5 = _register("b5")
-efficientnet_b6 = _register("b6")
-efficientnet_b7 = _register("b7")
+efficientnet_b0 = _register("b0", params=5_330_571)
+efficientnet_b1 = _register("b1", params=7_856_239)
+efficientnet_b2 = _register("b2", params=9_177_569)
+efficientnet_b3 = _register("b3", params=12_320_535)
+efficientnet_b4 = _register("b4", params=19_466_823)
+efficientnet_b5 = _register("b5", params=30_562_527)
+efficientnet_b6 = _register("b6", params=43_265_143)
+efficientnet_b7 = _register("b7", params=66_658_687)

@@ -198,7 +198,7 @@ def efficientnet_v2(
     return make_model(inputs, outputs, name)
 
 
-def _register(variant: str):
+def _register(variant: str, params: int):
     _, width, depth, resolution = VARIANTS[variant]
     model_name = f"efficientnet_v2_{variant}"
     application = f"EfficientNetV2{variant.upper()}"
@@ -213,15 +213,15 @@ def _register(variant: str):
         "See `efficientnet_v2` for the options (`include_top`, `pooling`, `dropout`, `drop_connect_rate`)."
     )
     return register_model(
-        family="cnn", paper=_PAPER, input_shape=(resolution, resolution, 3), num_classes=1000,
+        family="cnn", paper=_PAPER, input_shape=(resolution, resolution, 3), params=params, num_classes=1000,
         keras_twin=KerasTwin(application), variant_of=None if variant == "b0" else "efficientnet_v2_b0",
     )(builder)
 
 
-efficientnet_v2_b0 = _register("b0")
-efficientnet_v2_b1 = _register("b1")
-efficientnet_v2_b2 = _register("b2")
-efficientnet_v2_b3 = _register("b3")
-efficientnet_v2_s = _register("s")
-efficientnet_v2_m = _register("m")
-efficientnet_v2_l = _register("l")
+efficientnet_v2_b0 = _register("b0", params=7_200_312)
+efficientnet_v2_b1 = _register("b1", params=8_212_124)
+efficientnet_v2_b2 = _register("b2", params=10_178_374)
+efficientnet_v2_b3 = _register("b3", params=14_467_622)
+efficientnet_v2_s = _register("s", params=21_612_360)
+efficientnet_v2_m = _register("m", params=54_431_388)
+efficientnet_v2_l = _register("l", params=119_027_848)

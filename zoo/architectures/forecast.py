@@ -11,7 +11,8 @@ from zoo.architectures.rnn import CELL_PAPERS, apply_recurrent_stack, check_recu
 MODES = ("seq2one", "seq2seq")
 
 
-@register_model(family="rnn", paper=CELL_PAPERS["lstm"], input_shape=(48, 1), num_classes=12, task="forecast")
+@register_model(family="rnn", paper=CELL_PAPERS["lstm"], input_shape=(48, 1), params=50_700, num_classes=12,
+                task="forecast")
 def lstm_forecaster(
     input_shape,
     num_classes,

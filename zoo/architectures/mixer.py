@@ -103,7 +103,8 @@ def _variant(variant: str, input_shape, num_classes, name, overrides):
 # test_input_shape: 2x2 patches. With a single token, tf2onnx's ONNX graph broadcasts the
 # token-mixing residual wrongly (onnxruntime: "Attempting to broadcast an axis by a dimension other than 1").
 @register_model(
-    family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), num_classes=1000, test_input_shape=(64, 64, 3)
+    family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), params=19_104_624, num_classes=1000,
+    test_input_shape=(64, 64, 3),
 )
 def mixer_s32(input_shape, num_classes, name="mixer_s32", **kwargs):
     """Mixer-S/32: 32 px patches, C=512, D_S=256, D_C=2048, 8 layers (19.1M params at 224 px).
@@ -117,7 +118,7 @@ def mixer_s32(input_shape, num_classes, name="mixer_s32", **kwargs):
     return _variant("mixer_s32", input_shape, num_classes, name, kwargs)
 
 
-@register_model(family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), num_classes=1000)
+@register_model(family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), params=18_528_264, num_classes=1000)
 def mixer_s16(input_shape, num_classes, name="mixer_s16", **kwargs):
     """Mixer-S/16: 16 px patches, C=512, D_S=256, D_C=2048, 8 layers (18.5M params at 224 px).
 
@@ -130,7 +131,7 @@ def mixer_s16(input_shape, num_classes, name="mixer_s16", **kwargs):
     return _variant("mixer_s16", input_shape, num_classes, name, kwargs)
 
 
-@register_model(family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), num_classes=1000)
+@register_model(family="mlp", paper=_MIXER_PAPER, input_shape=(224, 224, 3), params=59_880_472, num_classes=1000)
 def mixer_b16(input_shape, num_classes, name="mixer_b16", **kwargs):
     """Mixer-B/16: 16 px patches, C=768, D_S=384, D_C=3072, 12 layers (59.9M params at 224 px).
 

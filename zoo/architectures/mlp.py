@@ -14,7 +14,7 @@ _NORMS = {None: None, "none": None, "batch": BatchNormalization, "layer": keras.
 @register_model(
     family="mlp",
     paper="Rumelhart, Hinton & Williams 1986, Learning representations by back-propagating errors (Nature 323)",
-    input_shape=(28, 28, 1),
+    input_shape=(28, 28, 1), params=669_706,
 )
 def mlp(
     input_shape,
@@ -69,7 +69,7 @@ def tabular_residual_block(
     family="mlp",
     paper="Gorishniy et al. 2021, Revisiting Deep Learning Models for Tabular Data (NeurIPS), "
     "https://arxiv.org/abs/2106.11959",
-    input_shape=(30,),
+    input_shape=(30,), params=137_602,
     num_classes=2,
 )
 def tabular_resnet(

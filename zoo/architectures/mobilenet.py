@@ -76,7 +76,7 @@ def inverted_residual_block(x, expansion: int, strides: int, filters: int, name:
 
 
 @register_model(
-    family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+    family="cnn", paper=_PAPER, input_shape=(224, 224, 3), params=3_538_984, num_classes=1000,
     keras_twin=KerasTwin("MobileNetV2", layer_aliases={"Conv_1": "Conv_1_conv"}),
 )
 def mobilenet_v2(

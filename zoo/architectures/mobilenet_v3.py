@@ -214,7 +214,7 @@ def mobilenet_v3(
     return make_model(inputs, outputs, name)
 
 
-@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), params=2_554_968, num_classes=1000,
                 keras_twin=KerasTwin("MobileNetV3Small"))
 def mobilenet_v3_small(input_shape, num_classes, name="mobilenet_v3_small", **kwargs):
     """MobileNetV3-Small (Table 2), weight-compatible with keras.applications.MobileNetV3Small.
@@ -224,7 +224,7 @@ def mobilenet_v3_small(input_shape, num_classes, name="mobilenet_v3_small", **kw
     return mobilenet_v3(input_shape, num_classes, name, size="small", **kwargs)
 
 
-@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), num_classes=1000,
+@register_model(family="cnn", paper=_PAPER, input_shape=(224, 224, 3), params=5_507_432, num_classes=1000,
                 keras_twin=KerasTwin("MobileNetV3Large"), variant_of="mobilenet_v3_small")
 def mobilenet_v3_large(input_shape, num_classes, name="mobilenet_v3_large", **kwargs):
     """MobileNetV3-Large (Table 1), weight-compatible with keras.applications.MobileNetV3Large.

@@ -1,15 +1,25 @@
 """The model registry: one decorated builder function per architecture.
 
 Modelled on timm's `_registry.py`: plain dicts, registration next to the
-definition, `fnmatch` wildcards and natural sort in `list_models`.
+definition, `fnmatch` wildcards and natural sort in `list_models`. Each
+registration records its variant's facts as data (parameter count, input
+shape, classes, paper), as timm's `default_cfgs` and keras-hub's presets do,
+so answering about a model never builds it; `tests/architectures/test_registry.py`
+checks the facts against the built model.
+
+This module imports no Keras: the family modules of this package (which do)
+are imported on the first lookup (`_load_builtins`), so `zoo.architectures.catalog`
+can answer `zoo list` without them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import functools
+import importlib
 import inspect
+import os
+import pkgutil
 import re
 from typing import Callable, Mapping
 
@@ -45,6 +55,7 @@ class ModelSpec:
     paper: str
     input_shape: tuple
     num_classes: int
+    params: int  # of the default configuration (`zoo.build(name)`), weights and statistics alike
     task: str = "classification"
     input_dtype: str = "float32"
     description: str = ""
@@ -66,7 +77,8 @@ class ModelSpec:
 
 @dataclasses.dataclass(frozen=True)
 class ModelInfo:
-    """`model_info()`'s answer: the spec's data plus the parameter count."""
+    """`model_info()`'s answer: the spec's facts, as `zoo list` and `zoo info` show them (plain data:
+    `zoo.architectures.catalog` records it as JSON)."""
 
     name: str
     family: str
@@ -81,12 +93,40 @@ class ModelInfo:
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
+# Modules of this package that register no builder (`catalog` reads the facts without the families).
+_INFRASTRUCTURE = {"registry", "catalog", "blocks", "heads", "weights"}
+_loading = False
+_loaded = False
+
+
+def builtin_modules() -> list[str]:
+    """The family modules of `zoo.architectures`, each registering its builders when imported."""
+    package = __name__.rpartition(".")[0]
+    here = [os.path.dirname(__file__)]
+    return [f"{package}.{m.name}" for m in pkgutil.iter_modules(here)
+            if m.name not in _INFRASTRUCTURE and not m.name.startswith("_")]
+
+
+def _load_builtins() -> None:
+    """Imports every family module once, so that the registry holds zoo's own architectures."""
+    global _loading, _loaded
+    if _loaded or _loading:  # `_loading`: a family module's registration while they are imported
+        return
+    _loading = True
+    try:
+        for module in builtin_modules():
+            importlib.import_module(module)
+        _loaded = True
+    finally:
+        _loading = False
+
 
 def register_model(
     *,
     family: str,
     paper: str,
     input_shape: tuple,
+    params: int,
     num_classes: int = 10,
     task: str = "classification",
     input_dtype: str = "float32",
@@ -106,16 +146,25 @@ def register_model(
     `keras_twin` names the keras.applications model whose weight files load
     into this one; `variant_of` names the registered model this one only
     rescales (same builder code).
+
+    `params` is the default configuration's parameter count (`zoo.build(name).count_params()`),
+    recorded as data so that `zoo list` and `model_info` need no build; a test builds every
+    model and compares.
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}. Received: family={family!r}")
+    if isinstance(params, bool) or not isinstance(params, int) or params < 0:
+        raise ValueError(f"params must be the default configuration's parameter count, an integer >= 0. "
+                         f"Received: params={params!r}")
 
     def decorator(fn):
+        if not fn.__module__.startswith(f"{__name__.rpartition('.')[0]}."):
+            _load_builtins()  # a user's model named like a built-in one is refused now, not later
         model_name = name or fn.__name__
         if model_name in _REGISTRY:
             raise ValueError(f"Model {model_name!r} is already registered.")
-        params = inspect.signature(fn).parameters
-        missing = {"input_shape", "num_classes", "name"} - set(params)
+        arguments = inspect.signature(fn).parameters
+        missing = {"input_shape", "num_classes", "name"} - set(arguments)
         if missing:
             raise TypeError(f"Builder {fn.__qualname__} lacks arguments {sorted(missing)}.")
         doc = inspect.getdoc(fn) or ""
@@ -126,6 +175,7 @@ def register_model(
             paper=paper,
             input_shape=tuple(input_shape),
             num_classes=num_classes,
+            params=params,
             task=task,
             input_dtype=input_dtype,
             description=doc.splitlines()[0] if doc else "",
@@ -147,23 +197,31 @@ def list_models(pattern: str | list[str] = "*", family: str | None = None) -> li
 
     >>> list_models("resnet*")   # resnet20 before resnet110
     """
+    _load_builtins()
+    return select({n: spec.family for n, spec in _REGISTRY.items()}, pattern, family)
+
+
+def select(families: Mapping[str, str], pattern: str | list[str] = "*", family: str | None = None) -> list[str]:
+    """The names of `families` ({name: family}) matching `pattern` and `family`, naturally sorted."""
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     names = [
         n
-        for n, spec in _REGISTRY.items()
+        for n, f in families.items()
         if any(fnmatch.fnmatchcase(n, p) for p in patterns)
-        and (family is None or spec.family == family)
+        and (family is None or f == family)
     ]
     return sorted(names, key=_natural_key)
 
 
 def list_registered() -> list[str]:
     """Every registered name, in registration order (a family's smallest variant first)."""
+    _load_builtins()
     return list(_REGISTRY)
 
 
 def get_spec(name: str) -> ModelSpec:
     """The spec of a registered model; unknown names get close suggestions."""
+    _load_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -238,24 +296,14 @@ def build(name: str, input_shape=None, num_classes=None, *, weights=None, skip_m
     return model
 
 
-@functools.lru_cache(maxsize=None)
-def _default_params(name: str) -> int:
-    import keras
-
-    # In a StatelessScope variables are declared, not allocated: counting
-    # ConvNeXt-Large's 198M parameters takes the graph build only.
-    with keras.name_scope(f"info_{name}"), keras.StatelessScope():
-        model = build(name)
-    return int(model.count_params())
-
-
 def model_info(name: str) -> ModelInfo:
-    """Family, default-configuration parameter count, paper and input shape."""
+    """Family, default-configuration parameter count, paper and input shape: the registered facts,
+    without building the model."""
     spec = get_spec(name)
     return ModelInfo(
         name=spec.name,
         family=spec.family,
-        params=_default_params(name),
+        params=spec.params,
         paper=spec.paper,
         input_shape=spec.input_shape,
         num_classes=spec.num_classes,

@@ -181,25 +181,26 @@ def resnet_cifar(
     return make_model(inputs, outputs, name)
 
 
-def _register_cifar(depth: int, params: str):
-    paper = f"{_PAPER}; Table 6 (CIFAR-10, {params} params)"
+def _register_cifar(depth: int, paper_params: str, params: int):
+    paper = f"{_PAPER}; Table 6 (CIFAR-10, {paper_params} params)"
 
     def builder(input_shape, num_classes, name=f"resnet{depth}", **kwargs):
         return resnet_cifar(input_shape, num_classes, name, depth=depth, **kwargs)
 
     builder.__name__ = builder.__qualname__ = f"resnet{depth}"
     builder.__doc__ = (
-        f"ResNet-{depth} for 32x32 images (He et al. 2016, Table 6: {params} parameters).\n\n"
+        f"ResNet-{depth} for 32x32 images (He et al. 2016, Table 6: {paper_params} parameters).\n\n"
         f"`resnet_cifar(depth={depth})`; see it for the options (`shortcut`, `zero_init_last`, `pooling`, `dropout`)."
     )
-    return register_model(family="cnn", paper=paper, input_shape=(32, 32, 3), num_classes=10)(builder)
+    return register_model(family="cnn", paper=paper, input_shape=(32, 32, 3), params=params, num_classes=10)(builder)
 
 
-resnet20 = _register_cifar(20, "0.27M")
-resnet32 = _register_cifar(32, "0.46M")
-resnet44 = _register_cifar(44, "0.66M")
-resnet56 = _register_cifar(56, "0.85M")
-resnet110 = _register_cifar(110, "1.7M")
+# The paper's counts (trainable weights, rounded), then the registered ones (BatchNorm statistics too).
+resnet20 = _register_cifar(20, "0.27M", params=271_098)
+resnet32 = _register_cifar(32, "0.46M", params=466_426)
+resnet44 = _register_cifar(44, "0.66M", params=661_754)
+resnet56 = _register_cifar(56, "0.85M", params=857_082)
+resnet110 = _register_cifar(110, "1.7M", params=1_736_058)
 
 
 # --- ImageNet ResNets (Table 1), laid out as keras.applications ------------------------------
@@ -285,13 +286,15 @@ def resnet_imagenet(
     return make_model(inputs, outputs, name)
 
 
-@register_model(family="cnn", paper=f"{_PAPER}; Table 1", input_shape=(224, 224, 3), num_classes=1000)
+@register_model(family="cnn", paper=f"{_PAPER}; Table 1", input_shape=(224, 224, 3), params=11_703_912,
+                num_classes=1000)
 def resnet18(input_shape, num_classes, name="resnet18", **kwargs):
     """ResNet-18: basic blocks (2, 2, 2, 2); see `resnet_imagenet` for the options."""
     return resnet_imagenet(input_shape, num_classes, name, block="basic", blocks_per_stage=(2, 2, 2, 2), **kwargs)
 
 
-@register_model(family="cnn", paper=f"{_PAPER}; Table 1", input_shape=(224, 224, 3), num_classes=1000)
+@register_model(family="cnn", paper=f"{_PAPER}; Table 1", input_shape=(224, 224, 3), params=21_823_208,
+                num_classes=1000)
 def resnet34(input_shape, num_classes, name="resnet34", **kwargs):
     """ResNet-34: basic blocks (3, 4, 6, 3); see `resnet_imagenet` for the options."""
     return resnet_imagenet(input_shape, num_classes, name, block="basic", blocks_per_stage=(3, 4, 6, 3), **kwargs)
@@ -300,7 +303,7 @@ def resnet34(input_shape, num_classes, name="resnet34", **kwargs):
 @register_model(
     family="cnn",
     paper=f"{_PAPER}; Table 1; layout of keras.applications.ResNet50",
-    input_shape=(224, 224, 3),
+    input_shape=(224, 224, 3), params=25_636_712,
     num_classes=1000,
     keras_twin=KerasTwin("ResNet50"),
 )

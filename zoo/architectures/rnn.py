@@ -114,7 +114,7 @@ def rnn_classifier(
     return make_model(inputs, outputs, name)
 
 
-@register_model(family="rnn", paper=CELL_PAPERS["lstm"], input_shape=(28, 28))
+@register_model(family="rnn", paper=CELL_PAPERS["lstm"], input_shape=(28, 28), params=81_674)
 def lstm_classifier(input_shape, num_classes, name="lstm_classifier", **kwargs):
     """LSTM sequence classifier (e.g. MNIST read as 28 rows of 28 pixels).
 
@@ -127,7 +127,7 @@ def lstm_classifier(input_shape, num_classes, name="lstm_classifier", **kwargs):
     return rnn_classifier("lstm", input_shape, num_classes, name, **kwargs)
 
 
-@register_model(family="rnn", paper=CELL_PAPERS["gru"], input_shape=(28, 28))
+@register_model(family="rnn", paper=CELL_PAPERS["gru"], input_shape=(28, 28), params=61_962)
 def gru_classifier(input_shape, num_classes, name="gru_classifier", **kwargs):
     """GRU sequence classifier.
 
@@ -140,7 +140,7 @@ def gru_classifier(input_shape, num_classes, name="gru_classifier", **kwargs):
     return rnn_classifier("gru", input_shape, num_classes, name, **kwargs)
 
 
-@register_model(family="rnn", paper=CELL_PAPERS["simple_rnn"], input_shape=(28, 28))
+@register_model(family="rnn", paper=CELL_PAPERS["simple_rnn"], input_shape=(28, 28), params=21_386)
 def simple_rnn_classifier(input_shape, num_classes, name="simple_rnn_classifier", **kwargs):
     """Elman (simple) RNN sequence classifier.
 

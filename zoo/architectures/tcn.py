@@ -115,7 +115,7 @@ def receptive_field(kernel_size: int, dilations) -> int:
     return 1 + 2 * (kernel_size - 1) * sum(dilations)
 
 
-@register_model(family="cnn", paper=_PAPER, input_shape=(28, 28))
+@register_model(family="cnn", paper=_PAPER, input_shape=(28, 28), params=94_922)
 def tcn(
     input_shape,
     num_classes,

@@ -14,7 +14,8 @@ _BILSTM_PAPER = (
 )
 
 
-@register_model(family="rnn", paper=_BILSTM_PAPER, input_shape=(200,), num_classes=2, input_dtype="int32")
+@register_model(family="rnn", paper=_BILSTM_PAPER, input_shape=(200,), params=2_659_074, num_classes=2,
+                input_dtype="int32")
 def bilstm_text_classifier(
     input_shape,
     num_classes,
@@ -64,7 +65,8 @@ _FASTTEXT_PAPER = (
 )
 
 
-@register_model(family="mlp", paper=_FASTTEXT_PAPER, input_shape=(200,), num_classes=2, input_dtype="int32")
+@register_model(family="mlp", paper=_FASTTEXT_PAPER, input_shape=(200,), params=1_280_130, num_classes=2,
+                input_dtype="int32")
 def fasttext_classifier(
     input_shape,
     num_classes,

@@ -87,7 +87,7 @@ def vgg_bn(
     return make_model(inputs, outputs, name)
 
 
-@register_model(family="cnn", paper=_PAPER, input_shape=(32, 32, 3), num_classes=10)
+@register_model(family="cnn", paper=_PAPER, input_shape=(32, 32, 3), params=5_560_266, num_classes=10)
 def vgg8_bn(input_shape, num_classes, name="vgg8_bn", **kwargs):
     """VGG-8 with batch norm for 32x32 images: convs 64-M-128-M-256-256-M-512-512-M, FC 512, classifier.
 
@@ -159,7 +159,7 @@ def vgg(
     return make_model(inputs, outputs, name)
 
 
-def _register_imagenet(depth: int, configuration: str):
+def _register_imagenet(depth: int, configuration: str, params: int):
     model_name = f"vgg{depth}"
 
     def builder(input_shape, num_classes, name=model_name, **kwargs):
@@ -172,9 +172,10 @@ def _register_imagenet(depth: int, configuration: str):
     )
     return register_model(
         family="cnn", paper=f"{_PAPER}; layout of keras.applications.VGG{depth}", input_shape=(224, 224, 3),
-        num_classes=1000, keras_twin=KerasTwin(f"VGG{depth}"), variant_of=None if depth == 16 else "vgg16",
+        params=params, num_classes=1000, keras_twin=KerasTwin(f"VGG{depth}"),
+        variant_of=None if depth == 16 else "vgg16",
     )(builder)
 
 
-vgg16 = _register_imagenet(16, "D")
-vgg19 = _register_imagenet(19, "E")
+vgg16 = _register_imagenet(16, "D", params=138_357_544)
+vgg19 = _register_imagenet(19, "E", params=143_667_240)

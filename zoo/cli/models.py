@@ -1,9 +1,10 @@
-"""`zoo list` and `zoo info`: the model registry."""
+"""`zoo list` and `zoo info`: the model registry, read from its recorded facts (no Keras, no build)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 
 def _add_list(sub):
@@ -25,21 +26,39 @@ def short_reference(paper: str) -> str:
     return f"{' & '.join(names)} {m.group(0)}"
 
 
-def _cmd_list(args) -> int:
-    import zoo
+def _model_infos() -> dict:
+    """The registry's facts from `zoo/architectures/catalog.json`, or, where that is older than the
+    sources, from the registry itself (which imports Keras), with a note saying how to refresh it."""
+    from zoo.architectures import catalog
 
+    infos = catalog.read()
+    if infos is None:
+        print(f"note: {catalog.PATH} is older than the architectures' sources; reading the registry instead "
+              "(python scripts/update_docs.py regenerates it)", file=sys.stderr)
+        infos = catalog.model_infos()
+    return infos
+
+
+def table(pattern: str = "*", family: str | None = None) -> list[tuple[str, ...]]:
+    """`zoo list`'s table, header first: the registry's facts and the formats each model exports to
+    (the docs' model table is this too)."""
+    from zoo.architectures import catalog
     from zoo.deploy.matrix import exports_cell, load_results
 
-    rows = [zoo.model_info(n) for n in zoo.list_models(args.pattern, family=args.family)]
+    infos = _model_infos()
     exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)
     header = ("name", "family", "params", "input", "exports", "reference")
-    table = [header] + [
+    return [header] + [
         (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), exports_cell(i.name, exports),
          short_reference(i.paper))
-        for i in rows
+        for i in (infos[n] for n in catalog.list_models(pattern, family=family, infos=infos))
     ]
-    widths = [max(len(r[c]) for r in table) for c in range(len(header))]
-    for r in table:
+
+
+def _cmd_list(args) -> int:
+    rows = table(args.pattern, args.family)
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     return 0
 
@@ -53,9 +72,9 @@ def _add_info(sub):
 def _cmd_info(args) -> int:
     import dataclasses
 
-    import zoo
+    from zoo.architectures import catalog
 
-    print(json.dumps(dataclasses.asdict(zoo.model_info(args.model)), indent=2))
+    print(json.dumps(dataclasses.asdict(catalog.model_info(args.model, infos=_model_infos())), indent=2))
     return 0
 
 

@@ -1,0 +1,190 @@
+"""The documentation site's generated parts, and the data files derived from the declarations.
+
+    python scripts/update_docs.py                 # rewrite zoo/architectures/catalog.json (what `zoo list` reads)
+    python scripts/update_docs.py --check         # exit 1 if it is out of date
+    python scripts/update_docs.py --show formats  # one generated section, as the site shows it
+    .venv/bin/mkdocs build --strict               # the site, into site/ (this file is its hook: mkdocs.yml)
+    .venv/bin/mkdocs serve                        # the same, live on 127.0.0.1:8000
+
+A page in docs/ holds a marker, `<!-- generated: NAME -->` on a line of its own, where a reference table
+goes; this hook fills it when the site is built, from the declarations it describes: `commands` from
+`zoo.cli.build_parser()` (the site and `zoo --help` agree on every command and flag), `knobs` from the
+`knob(...)` lines of zoo/training/config.py, `formats` from each export format's `Option(...)`
+declarations, `models` from the registry. The generated pages are not committed: there is nothing to
+regenerate by hand, no copy to drift and nothing to merge, and `tests/test_docs.py` builds the site with
+`--strict`, so a broken generator or link fails the suite. The committed results (results/,
+benchmarks/results/) join the site as they are, so the pages link to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ("results", "benchmarks/results")  # committed measurements, published beside the pages
+MARKER = re.compile(r"^<!-- generated: (\w+) -->$", re.M)
+
+
+# ----------------------------------------------------------------------------- the command reference
+def _subcommands(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield name, helps.get(name, ""), sub
+
+
+def _cell(text: str) -> str:
+    return (text or "").replace("%%", "%").replace("|", "\\|").replace("\n", " ")
+
+
+def _flag_rows(parser: argparse.ArgumentParser, skip=("tf_logs",)) -> list[str]:
+    rows = []
+    for action in parser._actions:
+        if (isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS
+                or action.dest in skip):
+            continue
+        if action.option_strings:
+            name = ", ".join(f"`{s}`" for s in action.option_strings)
+        else:
+            name = f"`{action.metavar or action.dest}`"
+        text = _cell(action.help)
+        if action.choices and not isinstance(action, argparse.BooleanOptionalAction):
+            text += f" ({', '.join(map(str, action.choices))})" if "one of" not in text else ""
+        rows.append(f"| {name} | {text} |")
+    return ["| flag | meaning |", "|---|---|", *rows] if rows else []
+
+
+def commands_section() -> str:
+    from zoo.cli import build_parser
+
+    parser = build_parser()
+    out = ["## Global options", "", "Before the command, or after it where the command has no flag of that name.",
+           "", *_flag_rows(parser, skip=()), ""]
+    for name, help_text, sub in _subcommands(parser):
+        out += [f"## `zoo {name}`", "", f"{help_text[:1].upper()}{help_text[1:]}.", ""]
+        if sub.description:
+            out += [" ".join(sub.description.split()), ""]
+        out += [*_flag_rows(sub), ""]
+        for sub_name, sub_help, subsub in _subcommands(sub):
+            out += [f"### `zoo {name} {sub_name}`", "", f"{sub_help[:1].upper()}{sub_help[1:]}.", "",
+                    *_flag_rows(subsub), ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- export formats
+def formats_tables(formats) -> str:
+    """The docs' export tables, from a list of formats: one row per format (`name`, `artifact`, `description`,
+    `options`, `runtime`) and one per option (`name`, `cli`, `cli_flag`, `doc()`), with the formats taking it."""
+    rows = ["| format | artifact | options | verified in |", "|---|---|---|---|"]
+    owners: dict[str, tuple] = {}
+    for f in formats:
+        options = ", ".join(f"`{o.name}`" for o in f.options) or "none"
+        rows.append(f"| `{f.name}` | `{f.artifact}`: {_cell(f.description)} | {options} | {_cell(f.runtime)} |")
+        for o in f.options:
+            owners.setdefault(o.name, (o, []))[1].append(f.name)
+    rows += ["", "| option | flag | formats | meaning |", "|---|---|---|---|"]
+    for option, takers in owners.values():
+        flag = f"`{option.cli_flag}`" if option.cli else "Python only"
+        rows.append(f"| `{option.name}` | {flag} | {', '.join(takers)} | {_cell(option.doc())} |")
+    return "\n".join(rows) + "\n"
+
+
+def formats_section() -> str:
+    from zoo.deploy.formats import FORMATS  # the list of formats
+
+    return formats_tables(FORMATS.values())
+
+
+# ----------------------------------------------------------------------------- knobs and models
+def knobs_section() -> str:
+    from zoo.training.config import TrainConfig
+    from zoo.training.knobs import markdown_table
+
+    return markdown_table(TrainConfig)
+
+
+def models_section() -> str:
+    from zoo.cli.models import table
+
+    header, *rows = table()
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join([f"`{r[0]}`", *(_cell(c) for c in r[1:])]) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+SECTIONS = {"commands": commands_section, "formats": formats_section, "knobs": knobs_section,
+            "models": models_section}
+
+
+def _this_checkout() -> None:
+    """`zoo` from this checkout, also where an installed one is on the path (MkDocs puts the hook's folder
+    first while it loads the hook, and takes it out again)."""
+    if sys.path[0] != str(ROOT):
+        sys.path.insert(0, str(ROOT))
+
+
+def fill(markdown: str, where: str = "page") -> str:
+    """`markdown` with every marker replaced by its section."""
+    _this_checkout()
+
+    def section(match):
+        name = match.group(1)
+        if name not in SECTIONS:
+            raise ValueError(f"{where}: unknown generated section {name!r}; known: {', '.join(SECTIONS)}")
+        return SECTIONS[name]().rstrip("\n")
+
+    return MARKER.sub(section, markdown)
+
+
+# ----------------------------------------------------------------------------- MkDocs hooks (mkdocs.yml)
+def on_files(files, config):
+    """The committed results join the site at their repository paths."""
+    from mkdocs.structure.files import File
+
+    for folder in RESULTS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                files.append(File(path.relative_to(ROOT).as_posix(), str(ROOT), config["site_dir"],
+                                  config["use_directory_urls"]))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    # A page links a result as `../results/...` (right on GitHub); on the site the result sits beside the pages.
+    for folder in RESULTS:
+        markdown = markdown.replace(f"](../{folder}/", f"]({folder}/")
+    return fill(markdown, page.file.src_uri)
+
+
+# ----------------------------------------------------------------------------- the command line
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a derived file is out of date")
+    parser.add_argument("--show", choices=sorted(SECTIONS), help="print one generated section")
+    args = parser.parse_args(argv)
+    _this_checkout()
+    if args.show:
+        print(SECTIONS[args.show](), end="")
+        return 0
+    from zoo.architectures import catalog
+    from zoo.fileio import atomic_write_text
+
+    wanted = catalog.render()
+    current = catalog.PATH.read_text() if catalog.PATH.exists() else ""
+    if args.check:
+        if wanted != current:
+            print(f"{catalog.PATH} is out of date: run python scripts/update_docs.py", file=sys.stderr)
+            return 1
+        return 0
+    if wanted != current:
+        atomic_write_text(catalog.PATH, wanted)
+        print(f"{catalog.PATH.relative_to(ROOT)} updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
