@@ -33,6 +33,11 @@ SMALL_IMAGE_SIDE = 64
 # Epochs so that a small data set still gets about this many example visits (within the bounds).
 EXAMPLE_VISITS = 150_000
 MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
+# Tables: a batch of about 1/TABLE_BATCHES of the train rows (a power of two within the bounds), so a small
+# table still gets several steps per epoch; epochs for about TABLE_VISITS example visits, within the bounds.
+# Early stopping and --time-limit end most runs well before the last epoch.
+TABLE_BATCHES, TABLE_BATCH_BOUNDS = 32, (16, 256)
+TABLE_VISITS, TABLE_EPOCH_BOUNDS = 2_000_000, (30, 300)
 
 
 def read(config: TrainConfig) -> PathData:
@@ -54,6 +59,7 @@ def read(config: TrainConfig) -> PathData:
         test_split=config.test_fraction,
         seed=config.seed or 0,
         batch_size=config.batch_size,
+        scaling=config.scaling,
     )
 
 
@@ -95,8 +101,14 @@ def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[st
     overrides = {} if changes.get("model", base.model) != base.model else dict(base.model_overrides)
     overrides.update(changes.get("model_overrides", {}))  # the recipe's overrides were for its own model
     config = base.replace(**{**changes, "data": str(data_path), "model_overrides": overrides})
-    if "epochs" not in changes and (recipe is None or base.recipe.startswith("own_data/")):
-        epochs, why = _epochs_for(base.epochs, data.splits.num_examples.get("train", 0))
+    own_recipe = recipe is None or base.recipe.startswith("own_data/")
+    train_examples = data.splits.num_examples.get("train", 0)
+    if data.kind == "table" and own_recipe and "batch_size" not in changes:
+        batch_size, why = table_batch_size(train_examples)
+        config = config.replace(batch_size=batch_size)
+        log(Inference("batch size", batch_size, why, "--batch-size").line())
+    if "epochs" not in changes and own_recipe:
+        epochs, why = (table_epochs if data.kind == "table" else _epochs_for)(base.epochs, train_examples)
         if epochs != config.epochs:
             config = config.replace(epochs=epochs)
         log(Inference("epochs", epochs, why, "--epochs").line())
@@ -122,6 +134,22 @@ def _epochs_for(recipe_epochs: int, train_examples: int) -> tuple[int, str]:
     return epochs, f"about {EXAMPLE_VISITS:,} example visits over {train_examples} training examples"
 
 
+def table_batch_size(train_examples: int) -> tuple[int, str]:
+    """``(batch size, reason)`` for a table of `train_examples` rows (see TABLE_BATCHES)."""
+    lo, hi = TABLE_BATCH_BOUNDS
+    size = 2 ** round(math.log2(max(train_examples, 1) / TABLE_BATCHES))
+    size = min(max(size, lo), hi)
+    return size, f"about {TABLE_BATCHES} steps per epoch over {train_examples} rows, a power of 2 in [{lo}, {hi}]"
+
+
+def table_epochs(recipe_epochs: int, train_examples: int) -> tuple[int, str]:
+    """``(epochs, reason)``: the most epochs a table run may take (early stopping usually ends it first)."""
+    lo, hi = TABLE_EPOCH_BOUNDS
+    epochs = min(max(math.ceil(TABLE_VISITS / max(train_examples, 1)), lo), hi)
+    return epochs, (f"at most: about {TABLE_VISITS:,} example visits over {train_examples} rows, within "
+                    f"[{lo}, {hi}]; early stopping ends it sooner")
+
+
 def output_units(data: PathData) -> int:
     """What the architecture's output layer needs: classes, 1 value, or the forecast horizon."""
     return data.dataset_info().output_units
@@ -133,6 +161,9 @@ def builder_arguments(config: TrainConfig, data: PathData) -> dict:
     found = {}
     if data.kind == "text" and "vocab_size" in params:
         found["vocab_size"] = (data.raw_input.vocab_size, "words in the train texts + padding + unknown")
+    if data.kind == "table" and "numeric_features" in params:
+        found["numeric_features"] = (len(data.raw_input.numeric), "the numeric columns come first (embedded); "
+                                     "one-hot codes follow")
     if data.task in ("regression", "forecast") and "classifier_activation" in params:
         found["classifier_activation"] = (None, f"{data.task}: a linear output")
     return found
