@@ -18,8 +18,13 @@ process and on the same rows:
 
 The splits are zoo's (`zoo.data.splits.random_split`, 10% validation, 10% test, stratified by class),
 checked against the test rows the zoo run scored. Times are wall-clock seconds of fitting (zoo: its
-`fit`, as `TrainResult.train_time_s`); the machine's load is recorded before and after each table,
-since other processes share the cores and ratios measured in the same process stay comparable.
+`fit`, as `TrainResult.train_time_s`) and the process's CPU seconds meanwhile; the machine's load is
+recorded before and after each table, since other processes share the cores and ratios measured in the
+same process stay comparable. OpenMP threads (scikit-learn's) are told to sleep rather than spin while
+they wait (``OMP_WAIT_POLICY=PASSIVE``): on a loaded machine spinning made HGB's fits 10-30x slower.
+
+Results are written after every table, so a long run interrupted keeps what it measured; ``--merge``
+joins the results of runs made separately (e.g. one group of tables per process).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before scikit-learn loads its OpenMP runtime
+
+import numpy as np  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEEDS = (0, 1, 2)
@@ -149,6 +156,8 @@ def add_arguments(parser) -> None:
                         help="comma-separated tables (default: all): " + ", ".join(t.name for t in TABLES))
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated split seeds")
     parser.add_argument("--results", default=str(RESULTS), help="folder for tables.json and tables.md")
+    parser.add_argument("--merge", nargs="+", metavar="FOLDER",
+                        help="train nothing: join the tables.json of these folders (later ones win) into --results")
 
 
 def _selected(names: str) -> list[Table]:
@@ -178,9 +187,9 @@ def _score(task: str, y_true, y_pred) -> float:
 
 
 def _timed(fit):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     model = fit()
-    return model, time.perf_counter() - start
+    return model, time.perf_counter() - start, time.process_time() - cpu
 
 
 def run_hgb(frame, task: str, rows: dict) -> dict:
@@ -196,8 +205,9 @@ def run_hgb(frame, task: str, rows: dict) -> dict:
     y = frame["target"].to_numpy()
     fit_rows = np.concatenate([rows["train"], rows["validation"]])
     estimator = HistGradientBoostingClassifier() if task == "classification" else HistGradientBoostingRegressor()
-    model, seconds = _timed(lambda: estimator.fit(x.iloc[fit_rows], y[fit_rows]))
-    return {"score": _score(task, y[rows["test"]], model.predict(x.iloc[rows["test"]])), "train_s": seconds}
+    model, seconds, cpu = _timed(lambda: estimator.fit(x.iloc[fit_rows], y[fit_rows]))
+    return {"score": _score(task, y[rows["test"]], model.predict(x.iloc[rows["test"]])), "train_s": seconds,
+            "train_cpu_s": cpu}
 
 
 def run_linear(frame, task: str, rows: dict) -> dict:
@@ -215,8 +225,9 @@ def run_linear(frame, task: str, rows: dict) -> dict:
     estimator = LogisticRegression(max_iter=5000) if task == "classification" else Ridge()
     y = frame["target"].to_numpy()
     fit_rows = np.concatenate([rows["train"], rows["validation"]])
-    model, seconds = _timed(lambda: make_pipeline(columns, estimator).fit(x.iloc[fit_rows], y[fit_rows]))
-    return {"score": _score(task, y[rows["test"]], model.predict(x.iloc[rows["test"]])), "train_s": seconds}
+    model, seconds, cpu = _timed(lambda: make_pipeline(columns, estimator).fit(x.iloc[fit_rows], y[fit_rows]))
+    return {"score": _score(task, y[rows["test"]], model.predict(x.iloc[rows["test"]])), "train_s": seconds,
+            "train_cpu_s": cpu}
 
 
 def run_zoo(csv: Path, task: str, seed: int, expected_test, workdir: Path) -> dict:
@@ -227,19 +238,23 @@ def run_zoo(csv: Path, task: str, seed: int, expected_test, workdir: Path) -> di
     lines = []
     config, data = config_for_data(csv, target_column="target", task=task, seed=seed, out=str(workdir),
                                    export_dir=None, verbose=0, log=lines.append)
+    cpu = time.process_time()
     result = train(config, data=data)
+    cpu = time.process_time() - cpu  # the whole run: build, fit, evaluate, save
     test = data.splits.dataset("test", shuffle=False, batch_size=4096)
     y_test = np.concatenate([y for _, y in test.as_numpy_iterator()])
-    if not np.array_equal(y_test.astype(np.float64), np.asarray(expected_test, np.float64)):
+    expected_test = np.asarray(expected_test, y_test.dtype)  # regression targets are float32 in the pipeline
+    if y_test.shape != expected_test.shape or not np.allclose(y_test, expected_test, rtol=1e-6, atol=0):
         raise AssertionError(f"{csv}: the zoo run's test rows differ from the baselines' (split mismatch)")
     predictions = np.asarray(result.model.predict(test, verbose=0))
     predicted = predictions.argmax(axis=-1) if task == "classification" else predictions.reshape(-1)
-    return {"score": _score(task, y_test, predicted), "train_s": result.train_time_s,
+    return {"score": _score(task, y_test, predicted), "train_s": result.train_time_s, "run_cpu_s": cpu,
             "epochs_run": result.epochs_run, "kept_epoch": result.kept_epoch, "stopped": result.stopped_because,
             "batch_size": config.batch_size, "recipe": config.recipe, "model": config.model, "inferred": lines}
 
 
-def run(args) -> dict:
+def run(args, write=None) -> dict:
+    """Runs the tables of `args`; `write(result)` is called after each table with the result so far."""
     from zoo.benchmarks.common import machine, system_load
 
     tables = _selected(args.tables)
@@ -270,7 +285,9 @@ def run(args) -> dict:
             entry["load_after"] = system_load()
             entry["summary"] = summarize(entry)
             out["tables"].append(entry)
-    out["acceptance"] = acceptance(out)
+            out["acceptance"] = acceptance(out)
+            if write is not None:
+                write(out)
     return out
 
 
@@ -285,6 +302,9 @@ def summarize(entry: dict) -> dict:
         summary[model] = {"score": _stats([r[model]["score"] for r in entry["runs"]]),
                           "train_s": _stats([r[model]["train_s"] for r in entry["runs"]])}
     summary["time_ratio"] = _stats([r["zoo"]["train_s"] / r["hgb"]["train_s"] for r in entry["runs"]])
+    if all("run_cpu_s" in r["zoo"] and "train_cpu_s" in r["hgb"] for r in entry["runs"]):
+        # CPU seconds: zoo's whole run (build, fit, evaluate, save) against HGB's fit; less sensitive to the load.
+        summary["cpu_ratio"] = _stats([r["zoo"]["run_cpu_s"] / r["hgb"]["train_cpu_s"] for r in entry["runs"]])
     return summary
 
 
@@ -321,12 +341,14 @@ def markdown(result: dict) -> str:
         f"{m.get('cpu_model')}, {m.get('cpus')} CPUs; seeds {', '.join(map(str, result['seeds']))}; "
         f"10% validation, 10% test (zoo's stratified split, the same rows for every model). Accuracy for "
         "classification, RMSE for regression (lower is better): mean ± std over seeds. Times are seconds of "
-        "fitting; the ratio is zoo's over HGB's, per seed, in the same process. The load is the 1-minute "
-        "load average before and after each table (other processes shared the cores).",
+        "fitting; the ratio is zoo's over HGB's, per seed, in the same process; the CPU ratio is zoo's whole run "
+        "(build, fit, evaluate, save) in CPU seconds over HGB's fit. The load is the 1-minute load average "
+        "before and after each table (other processes shared the cores). Kept epoch / run: the epoch early "
+        "stopping kept and the epochs trained, per seed.",
         "",
         "| table | rows x features | task | zoo default | HGB (defaults) | linear | zoo s | HGB s | ratio | "
-        "kept epoch / run | load | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "CPU ratio | kept epoch / run | load | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     verdicts = result.get("acceptance", {})
     for e in result["tables"]:
@@ -335,9 +357,10 @@ def markdown(result: dict) -> str:
         kept = ", ".join(f"{r['zoo']['kept_epoch']}/{r['zoo']['epochs_run']}" for r in e["runs"])
         load = f"{(e.get('load_before') or {}).get('load_1m', '?')}-{(e.get('load_after') or {}).get('load_1m', '?')}"
         ok = verdicts.get(e["name"], {}).get("ok")
+        cpu = f"{s['cpu_ratio']['mean']:.1f}x" if "cpu_ratio" in s else "-"
         lines.append(f"| {e['name']} | {e['rows']} x {e['features']} | {e['task'][:5]}. | {score('zoo')} | "
                      f"{score('hgb')} | {score('linear')} | {s['zoo']['train_s']['mean']:.1f} | "
-                     f"{s['hgb']['train_s']['mean']:.1f} | {s['time_ratio']['mean']:.1f}x | {kept} | {load} | "
+                     f"{s['hgb']['train_s']['mean']:.1f} | {s['time_ratio']['mean']:.1f}x | {cpu} | {kept} | {load} | "
                      f"{'ok' if ok else 'MISSED'} |")
     largest = verdicts.get("largest")
     if largest:
@@ -352,23 +375,47 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     import argparse
 
-    from zoo.fileio import atomic_write_text
-
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = argparse.ArgumentParser(prog="benchmark.py tables", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-    result = run(args)
-    result["wall_s"] = round(time.perf_counter() - start, 1)
     folder = Path(args.results)
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / "tables.json", json.dumps(result, indent=2, default=_jsonable) + "\n")
-    text = markdown(result)
-    atomic_write_text(folder / "tables.md", text)
-    print("\n" + text)
+    if args.merge:
+        result = merge([json.loads((Path(f) / "tables.json").read_text()) for f in args.merge])
+        write_results(result, folder)
+    else:
+        start = time.perf_counter()
+
+        def write(partial):
+            partial["wall_s"] = round(time.perf_counter() - start, 1)
+            write_results(partial, folder)
+
+        result = run(args, write)
+    print("\n" + markdown(result))
     print(f"written: {folder / 'tables.json'}, {folder / 'tables.md'}")
     return 0
+
+
+def write_results(result: dict, folder: Path) -> None:
+    from zoo.fileio import atomic_write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "tables.json", json.dumps(result, indent=2, default=_jsonable) + "\n")
+    atomic_write_text(folder / "tables.md", markdown(result))
+
+
+def merge(results: list[dict]) -> dict:
+    """One result from several runs' (same suite), tables in TABLES order; a later run's table wins."""
+    tables = {}
+    for result in results:
+        tables.update({e["name"]: e for e in result["tables"]})
+    order = [t.name for t in TABLES]
+    out = {**results[-1], "tables": sorted(tables.values(), key=lambda e: order.index(e["name"]))}
+    out["seeds"] = sorted({s for r in results for s in r["seeds"]})
+    out["wall_s"] = sum(r.get("wall_s", 0) for r in results)
+    out["runs_merged"] = len(results)
+    out["acceptance"] = acceptance(out)
+    return out
 
 
 def _jsonable(value):

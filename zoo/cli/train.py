@@ -81,15 +81,6 @@ def _split(result):
     return result if isinstance(result, tuple) else (result, None)
 
 
-def _monitor(result) -> str:
-    """The kept epoch's validation loss or metric, as the early stopping compared them."""
-    history, i = result.history, result.kept_epoch - 1
-    for key in ("val_loss", "loss"):
-        if len(history.get(key, ())) > i:
-            return f"{key} {history[key][i]:.4f}"
-    return "epoch"
-
-
 def _strip_workers(argv):
     out, skip = [], False
     for item in argv:
@@ -141,7 +132,7 @@ def _cmd_train(args) -> int:
     if result.preset is not None:
         print(f"preset:               {result.preset.name} ({result.preset.path})")
     if result.epochs_run:
-        kept = f", kept epoch {result.kept_epoch} (best {_monitor(result)})" if result.kept_epoch else ""
+        kept = f", kept epoch {result.kept_epoch} (best {result.kept_value})" if result.kept_epoch else ""
         print(f"epochs:               {result.epochs_run} run{kept}; stopped by {result.stopped_because}")
     print(f"training wall time:   {result.train_time_s:.1f} s")
     if config.target is not None:

@@ -288,9 +288,9 @@ def standard_callbacks(
     return callbacks
 
 
-def kept_epoch(callbacks) -> tuple[int | None, str]:
-    """``(epoch, why)``: the 1-based epoch whose weights early stopping restored (None without early stopping)
-    and why training ended."""
+def kept_epoch(callbacks) -> tuple[int | None, str, str]:
+    """``(epoch, best, why)``: the 1-based epoch whose weights early stopping restored (None without early
+    stopping), its monitored value (e.g. ``"val_loss 0.1234"``), and why training ended."""
     stopper = next((c for c in callbacks if isinstance(c, keras.callbacks.EarlyStopping)), None)
     limit = next((c for c in callbacks if isinstance(c, TimeLimit)), None)
     if limit is not None and limit.stopped_after is not None:
@@ -300,8 +300,8 @@ def kept_epoch(callbacks) -> tuple[int | None, str]:
     else:
         why = "the last epoch"
     if stopper is None or stopper.best_weights is None:
-        return None, why
-    return stopper.best_epoch + 1, why
+        return None, "", why
+    return stopper.best_epoch + 1, f"{stopper.monitor} {float(stopper.best):.4f}", why
 
 
 def default_verbose() -> int:

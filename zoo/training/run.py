@@ -52,6 +52,7 @@ class TrainResult:
     preset: object = None  # zoo.core.presets.Preset, with --save-preset
     epochs_run: int = 0  # epochs trained in this run
     kept_epoch: int | None = None  # with early stopping: the (1-based) epoch whose weights the model holds
+    kept_value: str = ""  # that epoch's monitored value, e.g. "val_loss 0.1234"
     stopped_because: str = ""  # early stopping, the time limit, or the last epoch
 
 
@@ -138,7 +139,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
             f"The training loss became NaN/Inf at step {guard.bad_step} ({guard.bad_where}); training stopped. "
             f"Last good checkpoint: {last}. Lower the learning rate, clip gradients (--clip-norm) or check the data."
         )
-    kept, stopped_because = kept_epoch(callbacks)
+    kept, kept_value, stopped_because = kept_epoch(callbacks)
     for f in model.train_features:
         if isinstance(f, features.EMA):
             f.copy_to_model()  # evaluate and export the averaged weights
@@ -173,6 +174,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         preset=preset,
         epochs_run=len(history.get("loss", ())),
         kept_epoch=kept,
+        kept_value=kept_value,
         stopped_because=stopped_because,
     )
 
