@@ -131,9 +131,10 @@ TABLES = (
           "statsmodels: 303 rows, 20 features; share of students above the national median"),
     Table("racd10", "regression", _statsmodels_csv(
         "sandbox/regression/tests/racd10data_with_transformed.csv", "docvis",
-        drop=("ldocvis", "ldocvisa", "docbin")),
-        "statsmodels' test data (Cameron & Trivedi): 3,629 rows, 20 features; doctor visits "
-        "(its log and binary copies dropped)"),
+        drop=("ldocvis", "ldocvisa", "docbin", "physician", "nonphysician", "linc")),
+        "statsmodels' test data (Cameron & Trivedi): 3,629 rows, 17 features; doctor visits (dropped: its "
+        "log and binary copies, physician (equal to it) and nonphysician visits, and linc, log income, "
+        "missing in 130 rows)"),
     Table("cattaneo2", "regression", _statsmodels_csv(
         "treatment/tests/results/cataneo2.csv", "bweight",
         drop=("lbweight", "mbsmoke_", "mmarried_", "fbaby_", "prenatal1_", "mage2")),
@@ -354,7 +355,7 @@ def markdown(result: dict) -> str:
     for e in result["tables"]:
         s = e["summary"]
         score = lambda k: f"{s[k]['score']['mean']:.4f} ± {s[k]['score']['std']:.4f}"  # noqa: E731
-        kept = ", ".join(f"{r['zoo']['kept_epoch']}/{r['zoo']['epochs_run']}" for r in e["runs"])
+        kept = ", ".join(f"{r['zoo'].get('kept_epoch', '-')}/{r['zoo'].get('epochs_run', '-')}" for r in e["runs"])
         load = f"{(e.get('load_before') or {}).get('load_1m', '?')}-{(e.get('load_after') or {}).get('load_1m', '?')}"
         ok = verdicts.get(e["name"], {}).get("ok")
         cpu = f"{s['cpu_ratio']['mean']:.1f}x" if "cpu_ratio" in s else "-"
@@ -367,8 +368,8 @@ def markdown(result: dict) -> str:
         lines += ["", f"Largest table: {largest['table']}: zoo {largest['zoo_train_s']:.1f} s, HGB "
                       f"{largest['hgb_train_s']:.1f} s ({largest['ratio']:.1f}x; criterion: under 120 s and at most "
                       f"12x): {'ok' if largest['ok'] else 'MISSED'}."]
-    lines += ["", "Tables: " + "; ".join(f"**{e['name']}**: {e['source']}" for e in result["tables"]) + ".",
-              "", "Left out: " + "; ".join(f"{k}: {v}" for k, v in result["left_out"].items()) + "."]
+    lines += ["", "Tables: " + "; ".join(f"**{e['name']}**: {e.get('source', '')}" for e in result["tables"]) + ".",
+              "", "Left out: " + "; ".join(f"{k}: {v}" for k, v in result.get("left_out", {}).items()) + "."]
     return "\n".join(lines) + "\n"
 
 

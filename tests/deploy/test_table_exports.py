@@ -2,7 +2,7 @@
 
 The model `zoo.training.own_data` builds for a CSV with numeric and text columns: robust scaling
 (`Rescaling` with the fitted constants), `SmoothClip`, `CategoryOneHot` and `tabular_mlp`'s
-`PeriodicEmbedding`, untrained (every runtime must agree with Keras on the same weights). Each
+`PeriodicEmbedding` and TabM-mini ensemble (a small table gets 8 members), untrained (every runtime must agree with Keras on the same weights). Each
 format's verification runs the artifact in its runtime against Keras on real rows of the table.
 """
 
@@ -45,7 +45,7 @@ def _export(tmp_path, categorical: bool, formats):
     assert config.model == "tabular_mlp"
     model = own_data.build_model(config, data)
     names = {layer.name for layer in model.layers} | {layer.name for layer in model.get_layer("tabular_mlp").layers}
-    assert {"standardize", "smooth_clip", "periodic_embedding"} <= names
+    assert {"standardize", "smooth_clip", "periodic_embedding", "ensemble_adapter", "head_members"} <= names
     formats = tuple(f for f in formats if not (categorical and f in NO_TEXT_COLUMNS))
     report = zoo.deploy.export(model, tmp_path / "out", formats, latency_runs=0)
     assert report.ok, report.table()

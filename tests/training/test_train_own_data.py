@@ -94,7 +94,8 @@ def test_table_recipe_is_inferred_from_the_table_and_printed_with_its_flags(tmp_
     assert (config.early_stopping, config.time_limit, config.recipe) == (16, 100, "own_data/table")
     for line in ("recipe:       own_data/table (table data)  [--recipe]", "batch size:   32 (", "[--batch-size]",
                  "epochs:       300 (at most", "scaling:      robust (", "[--scaling]",
-                 "model numeric_features:3 (", "model:        tabular_mlp ("):
+                 "model numeric_features:3 (", "model:        tabular_mlp (",
+                 "model members:8 (a TabM-mini ensemble: 800 train rows, at most 5,000)"):
         assert line in text, text
     assert data.raw_input.clip == 3.0 and data.raw_input.numeric == ("a", "b", "c")
     # A value the user gives is kept, and printed as no inference.

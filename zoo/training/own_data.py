@@ -38,6 +38,10 @@ MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
 # Early stopping and --time-limit end most runs well before the last epoch.
 TABLE_BATCHES, TABLE_BATCH_BOUNDS = 32, (16, 256)
 TABLE_VISITS, TABLE_EPOCH_BOUNDS = 2_000_000, (30, 300)
+# Tables up to this many train rows get a TabM-mini ensemble of TABLE_MEMBERS MLPs (tabular_mlp's `members`):
+# it costs about TABLE_MEMBERS times the compute, seconds on such a table, and lowers the variance that
+# small tables suffer most from (benchmarks/results/tables.md).
+TABLE_ENSEMBLE_ROWS, TABLE_MEMBERS = 5_000, 8
 
 
 def read(config: TrainConfig) -> PathData:
@@ -164,6 +168,10 @@ def builder_arguments(config: TrainConfig, data: PathData) -> dict:
     if data.kind == "table" and "numeric_features" in params:
         found["numeric_features"] = (len(data.raw_input.numeric), "the numeric columns come first (embedded); "
                                      "one-hot codes follow")
+    if data.kind == "table" and "members" in params:
+        rows = data.splits.num_examples.get("train", 0)
+        found["members"] = (TABLE_MEMBERS, f"a TabM-mini ensemble: {rows} train rows, at most {TABLE_ENSEMBLE_ROWS:,}") \
+            if rows <= TABLE_ENSEMBLE_ROWS else (1, f"one MLP: {rows} train rows, more than {TABLE_ENSEMBLE_ROWS:,}")
     if data.task in ("regression", "forecast") and "classifier_activation" in params:
         found["classifier_activation"] = (None, f"{data.task}: a linear output")
     return found
