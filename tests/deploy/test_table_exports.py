@@ -61,3 +61,30 @@ def test_table_default_with_a_text_column_exports_to_onnx_and_tflite(tmp_path):
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with-text-column"])
 def test_table_default_exports_and_verifies_in_every_format(tmp_path, categorical):
     _export(tmp_path, categorical, tuple(FORMATS))
+
+
+def test_a_saved_table_default_loads_and_predicts_in_a_fresh_process(tmp_path):
+    """`zoo predict` on the `.keras` file in a new process: every layer the table default holds is registered
+    by the modules the loaders import (SmoothClip is found through zoo.data.raw_input)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from zoo.training import own_data
+
+    csv = _table(tmp_path, categorical=False)
+    config, data = own_data.config_for_data(str(csv), log=lambda line: None, model_overrides={"width": 16})
+    model = own_data.build_model(config, data)
+    model.save(tmp_path / "m.keras")
+    rows = pd.read_csv(csv).drop(columns="label").iloc[:4]
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "zoo", "predict", str(tmp_path / "m.keras"), str(tmp_path / "rows.csv"),
+                          "--format", "csv", "--out", str(tmp_path / "p.csv")], capture_output=True, text=True,
+                         timeout=600, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    predicted = pd.read_csv(tmp_path / "p.csv")
+    expected = model.predict(rows.to_numpy(np.float32), verbose=0)
+    assert len(predicted) == 4
+    np.testing.assert_allclose(predicted[["score_big", "score_small"]].to_numpy(), expected, rtol=1e-4, atol=1e-5)
+    assert list(predicted["class"]) == [("big", "small")[i] for i in expected.argmax(-1)]

@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 import keras
 import numpy as np
 
+from zoo.data.table_scaling import SmoothClip  # registered here: loaders import this module for its layers
 from zoo.errors import DataError, suggest
 
 KINDS = ("image", "table", "text", "series")
@@ -125,8 +126,6 @@ class TableInput:
         numeric = inputs["numeric"] if self.categories else inputs
         x = standardize(self.mean, self.std)(numeric)
         if self.clip is not None:
-            from zoo.data.table_scaling import SmoothClip
-
             x = SmoothClip(self.clip, name="smooth_clip")(x)
         if not self.categories:
             return x

@@ -9,8 +9,13 @@ of data (``zoo/recipes/own_data/*.toml``), the epochs for its size, and the buil
 data fixes (the vocabulary size of a text model, a linear head for regression). Every choice is
 printed with its reason and the flag that overrides it; a value the user gave is never replaced.
 
+Tables get the table default (``own_data/table``: `tabular_mlp`, issue 29): the batch size, the most
+epochs and the ensemble size follow the number of train rows, and early stopping keeps the best epoch
+(benchmarks/results/tables.md measures it against scikit-learn's gradient boosting).
+
 The model is the registry architecture wrapped in the data's fitted preprocessing
-(:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization), `StringLookup` or
+(:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization, robust scaling) and `SmoothClip`
+for table columns, `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
 every export take the data as it is stored, and carry its metadata (`zoo.deploy.metadata`).
 """
