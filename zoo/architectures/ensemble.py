@@ -7,6 +7,9 @@ signs), run through one shared MLP, and each has its own output layer; the predi
 of the members' predictions. Members cost k times the compute of one MLP but add only
 ``k * (inputs + outputs * (hidden + 1))`` weights.
 
+The model's one output is the members' mean, so `fit` trains them on the loss of that mean; the
+paper trains each member on its own loss (its section 3.1), which needs an output per member.
+
 Both layers are written in `keras.ops` (broadcasting and a batched matmul), so they run on every
 Keras backend and convert to every export format.
 """

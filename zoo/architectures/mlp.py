@@ -155,7 +155,8 @@ def tabular_mlp(
     `numeric_features` columns (the rest, one-hot codes, pass through) -> `depth` x (Dense -> activation
     -> Dropout) -> the classifier. With `members` > 1 the MLP is TabM-mini (Gorishniy et al. 2024,
     https://arxiv.org/abs/2410.24210): `members` copies of the input, each scaled by its own vector,
-    share the MLP and have their own output layers; the output is the mean of their predictions.
+    share the MLP and have their own output layers; the output is the mean of their predictions (and
+    training minimizes the loss of that mean, not each member's own as in the paper).
     Give it scaled features (``zoo train --data`` builds robust scaling and clipping in front).
 
     Args:
