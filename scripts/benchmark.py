@@ -7,13 +7,24 @@
     python scripts/benchmark.py inference [--models lenet5,resnet50] [--batch-sizes 1,32]
     python scripts/benchmark.py serving
     python scripts/benchmark.py recipes [NAME ...]
+    python scripts/benchmark.py tables [--tables iris,fair] [--seeds 0,1,2]
 
-See zoo/benchmarks/cli.py.
+See zoo/benchmarks/cli.py; the suites of the top-level `benchmarks/` package (tables) are listed in
+BENCHMARKS below.
 """
 
+import importlib
 import sys
+from pathlib import Path
 
-from zoo.benchmarks.cli import main
+# Suites that live in the top-level `benchmarks/` package (on zoo's public API): name -> module with main(argv).
+BENCHMARKS = {"tables": "benchmarks.tables"}
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], prog="benchmark.py"))
+    argv = sys.argv[1:]
+    if argv and argv[0] in BENCHMARKS:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        sys.exit(importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]))
+    from zoo.benchmarks.cli import main
+
+    sys.exit(main(argv, prog="benchmark.py"))

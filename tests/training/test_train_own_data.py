@@ -68,3 +68,63 @@ def test_bad_data_flags_fail_before_any_work(digits, tmp_path, capsys):
         main(["train", "--data", str(digits), "--image-size", "12xx"])
     assert "--image-size" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def _noise_table(path, rows=240):
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": rng.normal(size=rows), "b": rng.lognormal(size=rows), "c": rng.integers(0, 5, rows),
+                          "town": rng.choice(["n", "s"], rows)})
+    frame["y"] = rng.integers(0, 2, rows)  # noise: validation loss is best early, so early stopping ends the run
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_table_recipe_is_inferred_from_the_table_and_printed_with_its_flags(tmp_path):
+    from zoo.training.own_data import config_for_data
+
+    lines = []
+    config, data = config_for_data(str(_noise_table(tmp_path / "t.csv", rows=1000)), target_column="y",
+                                   log=lines.append)
+    text = "\n".join(lines)
+    assert data.splits.num_examples["train"] == 800
+    # 800 rows / 32 steps = 25 -> the nearest power of 2 is 32; 2,000,000 visits / 800 rows -> capped at 300.
+    assert (config.model, config.batch_size, config.epochs) == ("tabular_mlp", 32, 300)
+    assert (config.early_stopping, config.time_limit, config.recipe) == (16, 100, "own_data/table")
+    for line in ("recipe:       own_data/table (table data)  [--recipe]", "batch size:   32 (", "[--batch-size]",
+                 "epochs:       300 (at most", "scaling:      robust (", "[--scaling]",
+                 "model numeric_features:3 (", "model:        tabular_mlp (",
+                 "model members:8 (a TabM-mini ensemble: 800 train rows, at most 5,000)"):
+        assert line in text, text
+    assert data.raw_input.clip == 3.0 and data.raw_input.numeric == ("a", "b", "c")
+    # A value the user gives is kept, and printed as no inference.
+    lines.clear()
+    config, _ = config_for_data(str(tmp_path / "t.csv"), target_column="y", batch_size=64, scaling="standard",
+                                log=lines.append)
+    assert config.batch_size == 64 and not any(line.startswith("batch size:") for line in lines)
+    assert any(line.startswith("scaling:      standard (given)") for line in lines)
+
+
+def test_zoo_train_table_stops_early_and_reports_the_epoch_it_kept(tmp_path, capsys):
+    import csv
+
+    from zoo.cli import main
+
+    path = _noise_table(tmp_path / "noise.csv")
+    code = main(["train", "--data", str(path), "--target", "y", "--early-stopping", "3", "--out", str(tmp_path / "runs"),
+                 "--export-dir", "none", "--verbose", "0"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "recipe:       own_data/table (table data)" in out and "model:        tabular_mlp" in out
+    found = re.search(r"epochs:\s+(\d+) run, kept epoch (\d+) \(best val_loss ([0-9.]+)\); stopped by early stopping",
+                      out)
+    assert found, out
+    run, kept, best = int(found.group(1)), int(found.group(2)), float(found.group(3))
+    assert kept < run < 300
+    run_dir = tmp_path / "runs" / "tabular_mlp-noise"
+    with open(run_dir / "history.csv") as f:
+        losses = [float(row["val_loss"]) for row in csv.DictReader(f)]
+    assert len(losses) == run and min(losses) == pytest.approx(best, abs=1e-4)
+    assert losses.index(min(losses)) + 1 == kept
+    assert (run_dir / "best.keras").is_file()  # written once, with the kept epoch's weights

@@ -6,6 +6,8 @@ import keras
 
 from zoo.architectures.batch_norm import BatchNormalization
 from zoo.architectures.blocks import classifier_head, make_model
+from zoo.architectures.ensemble import EnsembleAdapter, EnsembleDense
+from zoo.architectures.numeric_embedding import PeriodicEmbedding
 from zoo.architectures.registry import register_model
 
 _NORMS = {None: None, "none": None, "batch": BatchNormalization, "layer": keras.layers.LayerNormalization}
@@ -118,4 +120,79 @@ def tabular_resnet(
     x = BatchNormalization(name="final_bn")(x)
     x = keras.layers.Activation("relu", name="final_relu")(x)
     outputs = classifier_head(x, num_classes, activation=classifier_activation)
+    return make_model(inputs, outputs, name)
+
+
+EMBEDDINGS = ("periodic", None)
+
+
+@register_model(
+    family="mlp",
+    paper="Gorishniy et al. 2022, On Embeddings for Numerical Features in Tabular Deep Learning (NeurIPS), "
+    "https://arxiv.org/abs/2203.05556; Gorishniy et al. 2024, TabM, https://arxiv.org/abs/2410.24210",
+    input_shape=(30,), params=271_554,
+    num_classes=2,
+)
+def tabular_mlp(
+    input_shape,
+    num_classes,
+    name="tabular_mlp",
+    numeric_features: int | None = None,
+    embedding: str | None = "periodic",
+    frequencies: int = 16,
+    embedding_units: int = 16,
+    sigma: float = 0.1,
+    depth: int = 3,
+    width: int = 256,
+    dropout: float = 0.1,
+    activation: str = "relu",
+    members: int = 1,
+    classifier_activation: str | None = "softmax",
+):
+    """An MLP on periodic embeddings of the numeric features, optionally a TabM-mini ensemble.
+
+    PeriodicEmbedding (PLR, Gorishniy et al. 2022, https://arxiv.org/abs/2203.05556) of the first
+    `numeric_features` columns (the rest, one-hot codes, pass through) -> `depth` x (Dense -> activation
+    -> Dropout) -> the classifier. With `members` > 1 the MLP is TabM-mini (Gorishniy et al. 2024,
+    https://arxiv.org/abs/2410.24210): `members` copies of the input, each scaled by its own vector,
+    share the MLP and have their own output layers; the output is the mean of their predictions (and
+    training minimizes the loss of that mean, not each member's own as in the paper).
+    Give it scaled features (``zoo train --data`` builds robust scaling and clipping in front).
+
+    Args:
+        numeric_features: leading numeric columns to embed (None: every column).
+        embedding: ``"periodic"`` or None (the columns as they are).
+        frequencies, embedding_units, sigma: the PLR embedding's (see `PeriodicEmbedding`).
+        depth, width, dropout, activation: the MLP's blocks.
+        members: ensemble members (TabM-mini); 1 is a single MLP.
+
+    Example:
+        >>> model = zoo.build("tabular_mlp", input_shape=(n_features,), num_classes=3, numeric_features=n_numeric)
+    """
+    if len(tuple(input_shape)) != 1 or not input_shape[0] or input_shape[0] < 1:
+        raise ValueError(f"{name} expects input_shape=(num_features,). Received: input_shape={tuple(input_shape)}")
+    if embedding not in EMBEDDINGS:
+        raise ValueError(f"embedding must be one of {EMBEDDINGS}. Received: embedding={embedding!r}")
+    if depth < 1 or width < 1:
+        raise ValueError(f"depth and width must be >= 1. Received: depth={depth}, width={width}")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1). Received: dropout={dropout}")
+    if numeric_features is not None and not 0 <= numeric_features <= input_shape[0]:
+        raise ValueError(f"numeric_features must be in [0, {input_shape[0]}] (the input's columns). "
+                         f"Received: numeric_features={numeric_features}")
+    inputs = keras.Input(tuple(input_shape), name="features")
+    x = inputs
+    if embedding == "periodic" and numeric_features != 0:
+        x = PeriodicEmbedding(numeric_features, frequencies, embedding_units, sigma, name="periodic_embedding")(x)
+    if members > 1:
+        x = EnsembleAdapter(members, name="ensemble_adapter")(x)
+    for i in range(1, depth + 1):
+        x = keras.layers.Dense(width, activation=activation, name=f"block{i}_dense")(x)
+        if dropout:
+            x = keras.layers.Dropout(dropout, name=f"block{i}_dropout")(x)
+    if members == 1:
+        return make_model(inputs, classifier_head(x, num_classes, activation=classifier_activation), name)
+    x = EnsembleDense(members, num_classes, name="head_members")(x)
+    x = keras.layers.Activation(classifier_activation or "linear", dtype="float32", name="head_member_predictions")(x)
+    outputs = keras.layers.GlobalAveragePooling1D(dtype="float32", name="predictions")(x)  # the members' mean
     return make_model(inputs, outputs, name)

@@ -131,6 +131,9 @@ def _cmd_train(args) -> int:
         print(f"baseline {b['name']}: test {b['metric']} {b['value']:.4f}")
     if result.preset is not None:
         print(f"preset:               {result.preset.name} ({result.preset.path})")
+    if result.epochs_run:
+        kept = f", kept epoch {result.kept_epoch} (best {result.kept_value})" if result.kept_epoch else ""
+        print(f"epochs:               {result.epochs_run} run{kept}; stopped by {result.stopped_because}")
     print(f"training wall time:   {result.train_time_s:.1f} s")
     if config.target is not None:
         reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"

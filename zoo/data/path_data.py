@@ -248,6 +248,7 @@ def from_path(
     seed: int = 0,
     batch_size: int = 32,
     classes=None,
+    scaling: Optional[str] = None,
 ) -> PathData:
     """Reads `path` as zoo train does: see the module docstring. Every argument left None is inferred."""
     if not isinstance(path, (str, os.PathLike)):
@@ -266,7 +267,7 @@ def from_path(
         if len(classes) < 2:
             raise DataError(f"classes must name at least two classes, got {classes}.")
     result = _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
-                   image_size, color_mode, fractions, common, classes)
+                   image_size, color_mode, fractions, common, classes, scaling)
     reading = {**_reading(result), **fractions, "seed": seed}
     if classes is not None:
         reading["classes"] = list(classes)
@@ -281,14 +282,14 @@ def _reading(data: PathData) -> dict:
         return {"image_size": list(r.image_size), "color_mode": color}
     if data.kind == "table":
         return {"target": data.target, "task": data.task, "features": [*r.numeric, *r.categories],
-                "categorical": list(r.categories)}
+                "categorical": list(r.categories), "scaling": r.scaling}
     if data.kind == "text":
         return {"target": data.target, "text_column": r.column} if r.column else {}
     return {"target": r.target, "time_column": r.time_column, "horizon": r.horizon, "window": r.window}
 
 
 def _read(path, kind, why, target, task, features, categorical, text_column, time_column, horizon, window,
-          image_size, color_mode, fractions, common, classes) -> PathData:
+          image_size, color_mode, fractions, common, classes, scaling=None) -> PathData:
     if kind == "image":
         return _images(path, why, image_size, color_mode, task, fractions, common, classes)
     if kind == "text" and os.path.isdir(path):
@@ -306,7 +307,8 @@ def _read(path, kind, why, target, task, features, categorical, text_column, tim
     elif kind == "text":
         result = _text_table(path, frame, source, why, target, text_column, task, fractions, common, classes)
     else:
-        result = _table(path, frame, source, why, target, task, features, categorical, fractions, common, classes)
+        result = _table(path, frame, source, why, target, task, features, categorical, fractions, common, classes,
+                        scaling)
     return dataclasses.replace(result, skipped=tuple(skipped) + tuple(result.skipped))
 
 
@@ -462,7 +464,7 @@ def _only_classes(frame, target, classes, source):
 
 
 def _table(path, frame, source, why, target, task, features, categorical, fractions, common,
-           classes=None) -> PathData:
+           classes=None, scaling=None) -> PathData:
     import pandas as pd
 
     from zoo.data.tables import from_table, mixed_type_problem
@@ -508,20 +510,26 @@ def _table(path, frame, source, why, target, task, features, categorical, fracti
         if not pd.api.types.is_numeric_dtype(frame[target]):
             raise DataError(f"{source}: --task regression needs a numeric target; {target!r} holds text.")
         frame[target] = frame[target].astype(np.float64)
+    from zoo.data.table_scaling import SMOOTH_CLIP_BOUND
+
+    scaling_why = "given" if scaling else "median and interquartile range, then smooth clipping (RealMLP-TD)"
+    scaling = scaling or "robust"
     data = from_table(frame, features, target, categorical=categorical, stratify=task == "classification",
-                      raw=True, name=source, **fractions, **common)
+                      raw=True, name=source, scaling=scaling, **fractions, **common)
     stats = data.stats
     scale = None
     if task == "regression":
         y = np.concatenate([y for _, y in data.dataset("train", shuffle=False, batch_size=4096).as_numpy_iterator()])
         scale = (float(y.mean()), float(y.std() or 1.0))
-    table_input = raw.TableInput(tuple(stats.numeric), tuple(float(v) for v in stats.mean),
-                                 tuple(float(v) for v in stats.std), dict(stats.categories), scale)
+    numbers = (tuple(float(v) for v in stats.mean), tuple(float(v) for v in stats.std)) if stats.numeric else ((), ())
+    table_input = raw.TableInput(tuple(stats.numeric), *numbers, dict(stats.categories), scale, scaling,
+                                 SMOOTH_CLIP_BOUND if scaling == "robust" else None)
     inferences = [
         Inference("data", "table", why),
         Inference("target", target, target_why, "--target"),
         Inference("task", task, task_why, "--task"),
         Inference("features", f"{len(features)} columns", features_why, "--features"),
+        Inference("scaling", scaling, scaling_why, "--scaling"),
     ]
     if categorical:
         inferences.append(Inference("categorical", categorical, cat_why, "--categorical"))

@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 import keras
 import numpy as np
 
+from zoo.data.table_scaling import SmoothClip  # registered here: loaders import this module for its layers
 from zoo.errors import DataError, suggest
 
 KINDS = ("image", "table", "text", "series")
@@ -86,14 +87,20 @@ class ImageInput:
 
 @dataclasses.dataclass(frozen=True)
 class TableInput:
-    """Numeric columns standardized with the train rows' mean and std; categorical columns one-hot
-    encoded with the train rows' categories (an extra slot for unseen ones)."""
+    """Numeric columns scaled with the train rows' statistics, then smoothly clipped where `clip` is set;
+    categorical columns one-hot encoded with the train rows' categories (an extra slot for unseen ones).
+
+    `mean` and `std` are the centre and scale subtracted and divided by: the mean and standard deviation
+    (``scaling="standard"``) or the median and robust spread (``"robust"``, :mod:`zoo.data.table_scaling`).
+    """
 
     numeric: tuple
     mean: tuple
     std: tuple
     categories: dict = dataclasses.field(default_factory=dict)  # column -> its categories
     target_scale: Optional[tuple] = None  # (mean, std) of a regression target: outputs in its units
+    scaling: str = "standard"  # how mean and std were fitted: "standard" or "robust"
+    clip: Optional[float] = None  # SmoothClip's bound after scaling (RealMLP-TD: 3), or None
     kind: str = "table"
 
     @property
@@ -118,6 +125,8 @@ class TableInput:
     def transform(self, inputs):
         numeric = inputs["numeric"] if self.categories else inputs
         x = standardize(self.mean, self.std)(numeric)
+        if self.clip is not None:
+            x = SmoothClip(self.clip, name="smooth_clip")(x)
         if not self.categories:
             return x
         onehot = CategoryOneHot([list(c) for c in self.categories.values()], name="categories")(inputs["categorical"])
@@ -130,7 +139,9 @@ class TableInput:
         return keras.layers.Rescaling(float(std), offset=float(mean), name="to_units", dtype="float32")(outputs)
 
     def describe(self) -> str:
-        text = f"table: {len(self.numeric)} numeric column(s) (standardized inside the model)"
+        how = "robust-scaled" if self.scaling == "robust" else "standardized"
+        how += " and smoothly clipped" if self.clip is not None else ""
+        text = f"table: {len(self.numeric)} numeric column(s) ({how} inside the model)"
         if self.categories:
             text += f", {len(self.categories)} categorical (one-hot inside the model)"
         return text
@@ -155,7 +166,8 @@ class TableInput:
     def to_dict(self) -> dict:
         return {"kind": self.kind, "numeric": list(self.numeric), "mean": list(self.mean), "std": list(self.std),
                 "categories": {k: list(v) for k, v in self.categories.items()},
-                "target_scale": None if self.target_scale is None else list(self.target_scale)}
+                "target_scale": None if self.target_scale is None else list(self.target_scale),
+                "scaling": self.scaling, "clip": self.clip}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +303,7 @@ def from_dict(d: dict):
         scale = d.get("target_scale")
         return TableInput(tuple(d["numeric"]), tuple(d["mean"]), tuple(d["std"]),
                           {k: tuple(v) for k, v in d.get("categories", {}).items()},
-                          None if scale is None else tuple(scale))
+                          None if scale is None else tuple(scale), d.get("scaling", "standard"), d.get("clip"))
     if kind == "text":
         return TextInput((), int(d["sequence_length"]), d.get("text_column"))
     return SeriesInput(int(d["window"]), int(d["horizon"]), tuple(d["columns"]), d["target"], tuple(d["mean"]),

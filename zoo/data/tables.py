@@ -38,6 +38,8 @@ from zoo.data import splits as splits_lib
 from zoo.data.splits import SplitData
 from zoo.errors import DataError, suggest
 
+SCALINGS = ("standard", "robust")
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TableStats:
@@ -45,8 +47,9 @@ class TableStats:
 
     Attributes:
         numeric: numeric feature columns, in input order.
-        mean, std: per numeric column (std 1 where a column is constant);
-            None when not standardizing.
+        mean, std: per numeric column, the centre and scale (std 1 where a column is constant);
+            None when not standardizing. With ``scaling="robust"`` the median and robust spread
+            (:func:`zoo.data.table_scaling.fit_robust_scaling`).
         categories: categorical column -> its categories (one-hot order).
         classes: target class values (label i is ``classes[i]``), or None for
             a numeric (regression) target.
@@ -57,6 +60,7 @@ class TableStats:
     std: Optional[np.ndarray]
     categories: dict
     classes: Optional[tuple]
+    scaling: str = "standard"
 
     @property
     def feature_names(self) -> list[str]:
@@ -71,6 +75,7 @@ class TableStats:
             "std": None if self.std is None else self.std.tolist(),
             "categories": {k: list(v) for k, v in self.categories.items()},
             "classes": None if self.classes is None else list(self.classes),
+            "scaling": self.scaling,
         }
 
     @classmethod
@@ -82,6 +87,7 @@ class TableStats:
             std=as_array(d["std"]),
             categories={k: tuple(v) for k, v in d["categories"].items()},
             classes=None if d["classes"] is None else tuple(d["classes"]),
+            scaling=d.get("scaling", "standard"),
         )
 
 
@@ -104,6 +110,7 @@ def from_table(
     batch_size: int = 128,
     categorical: Sequence[str] = (),
     standardize: bool = True,
+    scaling: str = "standard",
     stats: Optional[TableStats] = None,
     validation_split: float = 0.0,
     test_split: float = 0.0,
@@ -124,8 +131,9 @@ def from_table(
         target: the column to predict.
         batch_size: examples per batch of ``data.train`` etc.
         categorical: feature columns to one-hot encode (text or integer codes).
-        standardize: scale numeric features to zero mean, unit variance using
-            the training rows' statistics.
+        standardize: scale numeric features using the training rows' statistics.
+        scaling: how: ``"standard"`` (zero mean, unit variance) or ``"robust"`` (median and
+            interquartile range, RealMLP-TD's; see :mod:`zoo.data.table_scaling`).
         stats: statistics from an earlier ``from_table(...).stats``; when given,
             nothing is fitted here (use it for a separate test table).
         validation_split, test_split: fractions of rows held out, drawn with
@@ -148,6 +156,10 @@ def from_table(
         raise TypeError(f"stats must be a TableStats (from_table(...).stats), got {type(stats).__name__}.")
     fractions = {"validation": validation_split, "test": test_split}
     splits_lib.validate_fractions(fractions)
+    if scaling not in SCALINGS:
+        from zoo.errors import UnknownNameError
+
+        raise UnknownNameError("scaling", scaling, SCALINGS)
 
     numeric_cols = [c for c in features if c not in categorical]
     numeric = np.stack([numeric_column(frame, c, source) for c in numeric_cols], axis=1) if numeric_cols else None
@@ -162,12 +174,16 @@ def from_table(
         if len(train) == 0:
             raise DataError(f"{source}: no rows left for training after holding out {fractions}.")
         mean = std = None
-        if standardize and numeric is not None:
+        if standardize and numeric is not None and scaling == "robust":
+            from zoo.data.table_scaling import fit_robust_scaling  # imports Keras, for its layer
+
+            mean, std = fit_robust_scaling(numeric[train])
+        elif standardize and numeric is not None:
             mean = numeric[train].mean(axis=0)
             std = numeric[train].std(axis=0)
             std = np.where(std > 0, std, 1.0)
         categories = {c: tuple(sorted(set(text[c][train]))) for c in categorical}
-        stats = TableStats(tuple(numeric_cols), mean, std, categories, classes)
+        stats = TableStats(tuple(numeric_cols), mean, std, categories, classes, scaling)
     elif list(stats.numeric) != numeric_cols or list(stats.categories) != list(categorical):
         raise DataError(
             f"{source}: stats were fitted on numeric columns {list(stats.numeric)} and categorical "

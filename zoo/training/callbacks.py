@@ -47,6 +47,48 @@ class WallClock(keras.callbacks.Callback):
         self.train_time_s = time.perf_counter() - self._start
 
 
+class TimeLimit(keras.callbacks.Callback):
+    """Stops training at the end of an epoch when the next one would end past `seconds` of training.
+
+    The next epoch is expected to take as long as the slowest so far. `stopped_after` is the epoch
+    (1-based) it stopped after, or None.
+    """
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        if not seconds > 0:
+            raise ValueError(f"seconds must be > 0. Received: seconds={seconds}")
+        self.seconds = float(seconds)
+        self.stopped_after: int | None = None
+
+    def on_train_begin(self, logs=None):
+        self._start = self._epoch_start = time.perf_counter()
+        self._slowest = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        now = time.perf_counter()
+        self._slowest = max(self._slowest, now - self._epoch_start)
+        if now - self._start + self._slowest > self.seconds:
+            self.stopped_after = epoch + 1
+            self.model.stop_training = True
+
+
+class SaveBestAtEnd(keras.callbacks.Callback):
+    """Saves the model at the end of training, after `stopper` (an `EarlyStopping` that restores its best
+    weights, listed before this callback) has restored them: the best checkpoint, written once."""
+
+    def __init__(self, path: str, stopper: keras.callbacks.EarlyStopping):
+        super().__init__()
+        self.path, self.stopper = path, stopper
+
+    def on_train_end(self, logs=None):
+        if self.stopper.best_weights is not None:
+            self.model.save(self.path)
+
+
 class StepCounter:
     """Training steps done since the previous batch callback of this epoch.
 
@@ -213,9 +255,10 @@ def standard_callbacks(
     monitor: str,
     mode: str = "max",
     early_stopping: int | None = None,
+    time_limit: float | None = None,
     write_files: bool = True,
 ) -> list[keras.callbacks.Callback]:
-    """Best-weights checkpoint, TensorBoard, CSV history, optional early stopping.
+    """Best-weights checkpoint, TensorBoard, CSV history, optional early stopping and time limit.
 
     `run_dir` gets `best.keras`, `logs/` and `history.csv` (the resumable
     `backup/` is `ResumableBackup`'s, added by the run). With
@@ -223,17 +266,42 @@ def standard_callbacks(
     callbacks are returned.
     """
     callbacks: list[keras.callbacks.Callback] = []
+    stopper = None
+    if early_stopping:
+        stopper = keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=early_stopping,
+                                                restore_best_weights=True)
     if write_files:
+        # With early stopping the best weights are held in memory and restored at the end: best.keras is
+        # written once then, not at every better epoch (a .keras save is ~0.1-1 s, many times a small
+        # table's epoch).
+        best = str(run_dir / "best.keras")
         callbacks += [
-            keras.callbacks.ModelCheckpoint(str(run_dir / "best.keras"), monitor=monitor, mode=mode, save_best_only=True),
+            keras.callbacks.ModelCheckpoint(best, monitor=monitor, mode=mode, save_best_only=True) if stopper is None
+            else SaveBestAtEnd(best, stopper),
             keras.callbacks.TensorBoard(str(run_dir / "logs")),
             keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True),
         ]
-    if early_stopping:
-        callbacks.append(
-            keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=early_stopping, restore_best_weights=True)
-        )
+    if stopper is not None:
+        callbacks.insert(0, stopper)  # first: its on_train_end restores the best weights before they are saved
+    if time_limit:
+        callbacks.append(TimeLimit(time_limit))
     return callbacks
+
+
+def kept_epoch(callbacks) -> tuple[int | None, str, str]:
+    """``(epoch, best, why)``: the 1-based epoch whose weights early stopping restored (None without early
+    stopping), its monitored value (e.g. ``"val_loss 0.1234"``), and why training ended."""
+    stopper = next((c for c in callbacks if isinstance(c, keras.callbacks.EarlyStopping)), None)
+    limit = next((c for c in callbacks if isinstance(c, TimeLimit)), None)
+    if limit is not None and limit.stopped_after is not None:
+        why = f"time limit {limit.seconds:g} s reached after epoch {limit.stopped_after}"
+    elif stopper is not None and stopper.stopped_epoch:
+        why = f"early stopping: {stopper.patience} epochs without a better {stopper.monitor}"
+    else:
+        why = "the last epoch"
+    if stopper is None or stopper.best_weights is None:
+        return None, "", why
+    return stopper.best_epoch + 1, f"{stopper.monitor} {float(stopper.best):.4f}", why
 
 
 def default_verbose() -> int:

@@ -44,6 +44,7 @@ _FEATURE = "zoo.training.features"
 DATA_GROUP = "your own data (--data PATH; each knob left out is inferred from the data and printed)"
 DATA_TASKS = ("classification", "regression", "forecast")
 COLOR_MODES = ("grayscale", "rgb", "rgba")
+TABLE_SCALINGS = ("robust", "standard")  # zoo.data.tables.SCALINGS, without importing the data package
 
 
 def _image_size_text(text: str) -> tuple:
@@ -91,8 +92,11 @@ class TrainConfig:
                                   metavar="SPLIT")
     export_dir: str | None = knob("saved_models", "TF Serving base dir ('none' to skip export)", check=PATH, none=True,
                                   metavar="DIR")
-    early_stopping: int | None = knob(None, "stop after PATIENCE epochs without improvement", check=POSITIVE_INT,
-                                      none=True, metavar="PATIENCE")
+    early_stopping: int | None = knob(None, "stop after PATIENCE epochs without improvement, keeping the best epoch",
+                                      check=POSITIVE_INT, none=True, metavar="PATIENCE")
+    time_limit: float | None = knob(None, "stop before an epoch would end past this many seconds of training "
+                                    "(with early stopping: keeping the best epoch)", check=POSITIVE, none=True,
+                                    metavar="SECONDS")
     target: float | None = knob(None, "validation metric to reach; the run reports the time to reach it", check=NUMBER,
                                 none=True, flag="--target-metric", metavar="VALUE")
     baseline: str | None = knob(None, "a reference model trained on the same split (zoo.training.baselines)",
@@ -193,6 +197,9 @@ class TrainConfig:
                                       check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
     test_fraction: float | None = knob(None, "fraction held out for the test (default 0.1)",
                                        check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
+    scaling: str | None = knob(None, "numeric table columns: robust (median, interquartile range, smooth clipping; "
+                               "the default) or standard (mean, std)", choices=TABLE_SCALINGS, none=True,
+                               group=DATA_GROUP)
 
     def validate(self) -> None:
         """Checks every name and number before any work starts (nothing is written).

@@ -9,8 +9,13 @@ of data (``zoo/recipes/own_data/*.toml``), the epochs for its size, and the buil
 data fixes (the vocabulary size of a text model, a linear head for regression). Every choice is
 printed with its reason and the flag that overrides it; a value the user gave is never replaced.
 
+Tables get the table default (``own_data/table``: `tabular_mlp`, issue 29): the batch size, the most
+epochs and the ensemble size follow the number of train rows, and early stopping keeps the best epoch
+(benchmarks/results/tables.md measures it against scikit-learn's gradient boosting).
+
 The model is the registry architecture wrapped in the data's fitted preprocessing
-(:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization), `StringLookup` or
+(:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization, robust scaling) and `SmoothClip`
+for table columns, `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
 every export take the data as it is stored, and carry its metadata (`zoo.deploy.metadata`).
 """
@@ -33,6 +38,15 @@ SMALL_IMAGE_SIDE = 64
 # Epochs so that a small data set still gets about this many example visits (within the bounds).
 EXAMPLE_VISITS = 150_000
 MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
+# Tables: a batch of about 1/TABLE_BATCHES of the train rows (a power of two within the bounds), so a small
+# table still gets several steps per epoch; epochs for about TABLE_VISITS example visits, within the bounds.
+# Early stopping and --time-limit end most runs well before the last epoch.
+TABLE_BATCHES, TABLE_BATCH_BOUNDS = 32, (16, 256)
+TABLE_VISITS, TABLE_EPOCH_BOUNDS = 2_000_000, (30, 300)
+# Tables up to this many train rows get a TabM-mini ensemble of TABLE_MEMBERS MLPs (tabular_mlp's `members`):
+# it costs about TABLE_MEMBERS times the compute, seconds on such a table, and lowers the variance that
+# small tables suffer most from (benchmarks/results/tables.md).
+TABLE_ENSEMBLE_ROWS, TABLE_MEMBERS = 5_000, 8
 
 
 def read(config: TrainConfig) -> PathData:
@@ -54,6 +68,7 @@ def read(config: TrainConfig) -> PathData:
         test_split=config.test_fraction,
         seed=config.seed or 0,
         batch_size=config.batch_size,
+        scaling=config.scaling,
     )
 
 
@@ -95,8 +110,14 @@ def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[st
     overrides = {} if changes.get("model", base.model) != base.model else dict(base.model_overrides)
     overrides.update(changes.get("model_overrides", {}))  # the recipe's overrides were for its own model
     config = base.replace(**{**changes, "data": str(data_path), "model_overrides": overrides})
-    if "epochs" not in changes and (recipe is None or base.recipe.startswith("own_data/")):
-        epochs, why = _epochs_for(base.epochs, data.splits.num_examples.get("train", 0))
+    own_recipe = recipe is None or base.recipe.startswith("own_data/")
+    train_examples = data.splits.num_examples.get("train", 0)
+    if data.kind == "table" and own_recipe and "batch_size" not in changes:
+        batch_size, why = table_batch_size(train_examples)
+        config = config.replace(batch_size=batch_size)
+        log(Inference("batch size", batch_size, why, "--batch-size").line())
+    if "epochs" not in changes and own_recipe:
+        epochs, why = (table_epochs if data.kind == "table" else _epochs_for)(base.epochs, train_examples)
         if epochs != config.epochs:
             config = config.replace(epochs=epochs)
         log(Inference("epochs", epochs, why, "--epochs").line())
@@ -122,6 +143,22 @@ def _epochs_for(recipe_epochs: int, train_examples: int) -> tuple[int, str]:
     return epochs, f"about {EXAMPLE_VISITS:,} example visits over {train_examples} training examples"
 
 
+def table_batch_size(train_examples: int) -> tuple[int, str]:
+    """``(batch size, reason)`` for a table of `train_examples` rows (see TABLE_BATCHES)."""
+    lo, hi = TABLE_BATCH_BOUNDS
+    size = 2 ** round(math.log2(max(train_examples, 1) / TABLE_BATCHES))
+    size = min(max(size, lo), hi)
+    return size, f"about {TABLE_BATCHES} steps per epoch over {train_examples} rows, a power of 2 in [{lo}, {hi}]"
+
+
+def table_epochs(recipe_epochs: int, train_examples: int) -> tuple[int, str]:
+    """``(epochs, reason)``: the most epochs a table run may take (early stopping usually ends it first)."""
+    lo, hi = TABLE_EPOCH_BOUNDS
+    epochs = min(max(math.ceil(TABLE_VISITS / max(train_examples, 1)), lo), hi)
+    return epochs, (f"at most: about {TABLE_VISITS:,} example visits over {train_examples} rows, within "
+                    f"[{lo}, {hi}]; early stopping ends it sooner")
+
+
 def output_units(data: PathData) -> int:
     """What the architecture's output layer needs: classes, 1 value, or the forecast horizon."""
     return data.dataset_info().output_units
@@ -133,6 +170,13 @@ def builder_arguments(config: TrainConfig, data: PathData) -> dict:
     found = {}
     if data.kind == "text" and "vocab_size" in params:
         found["vocab_size"] = (data.raw_input.vocab_size, "words in the train texts + padding + unknown")
+    if data.kind == "table" and "numeric_features" in params:
+        found["numeric_features"] = (len(data.raw_input.numeric), "the numeric columns come first (embedded); "
+                                     "one-hot codes follow")
+    if data.kind == "table" and "members" in params:
+        rows = data.splits.num_examples.get("train", 0)
+        found["members"] = (TABLE_MEMBERS, f"a TabM-mini ensemble: {rows} train rows, at most {TABLE_ENSEMBLE_ROWS:,}") \
+            if rows <= TABLE_ENSEMBLE_ROWS else (1, f"one MLP: {rows} train rows, more than {TABLE_ENSEMBLE_ROWS:,}")
     if data.task in ("regression", "forecast") and "classifier_activation" in params:
         found["classifier_activation"] = (None, f"{data.task}: a linear output")
     return found

@@ -28,6 +28,7 @@ from zoo.training.callbacks import (
     ResumableBackup,
     WallClock,
     default_verbose,
+    kept_epoch,
     standard_callbacks,
 )
 from zoo.training.config import TrainConfig
@@ -49,6 +50,10 @@ class TrainResult:
     data: object | None = None  # your own data (zoo.data.PathData) when trained with `data`
     weights_report: object = None  # zoo.architectures.weights.LoadReport, with --weights
     preset: object = None  # zoo.core.presets.Preset, with --save-preset
+    epochs_run: int = 0  # epochs trained in this run
+    kept_epoch: int | None = None  # with early stopping: the (1-based) epoch whose weights the model holds
+    kept_value: str = ""  # that epoch's monitored value, e.g. "val_loss 0.1234"
+    stopped_because: str = ""  # early stopping, the time limit, or the last epoch
 
 
 def train(config: TrainConfig, data=None) -> TrainResult:
@@ -118,7 +123,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         guard,
         backup,
         *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
-                            write_files=is_chief),
+                            time_limit=config.time_limit, write_files=is_chief),
         *model.feature_callbacks(),
         clock,
     ]
@@ -134,6 +139,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
             f"The training loss became NaN/Inf at step {guard.bad_step} ({guard.bad_where}); training stopped. "
             f"Last good checkpoint: {last}. Lower the learning rate, clip gradients (--clip-norm) or check the data."
         )
+    kept, kept_value, stopped_because = kept_epoch(callbacks)
     for f in model.train_features:
         if isinstance(f, features.EMA):
             f.copy_to_model()  # evaluate and export the averaged weights
@@ -166,6 +172,10 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         data=data,
         weights_report=getattr(model, "load_report", None),
         preset=preset,
+        epochs_run=len(history.get("loss", ())),
+        kept_epoch=kept,
+        kept_value=kept_value,
+        stopped_because=stopped_because,
     )
 
 
