@@ -28,7 +28,7 @@ sys.executable = {wrapper!r}
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from zoo.deploy.ptq.x86_int8 import EMULATED_CPU, emulator_command
+    from zoo.deploy.ptq.x86_int8 import EMULATED_CPU, REAL_PYTHON, emulator_command
 
     cpu = EMULATED_CPU
     if argv[:1] == ["--cpu"] and len(argv) > 1:  # the only option; everything after it goes to Python
@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     with open(os.path.join(folder, "sitecustomize.py"), "w") as f:
         f.write(_SITECUSTOMIZE.format(wrapper=wrapper))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p))
+    env[REAL_PYTHON] = command[-1]
     os.execve(command[0], [*command, *argv], env)
 
 

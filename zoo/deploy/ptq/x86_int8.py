@@ -21,6 +21,7 @@ without AVX-512, the way this repository checks the AVX2 kernels on a VNNI machi
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 
 import numpy as np
@@ -199,6 +200,7 @@ def _uint8_activation(name: str, producers: dict, initializers: dict) -> bool:
 # ----------------------------------------------------------------------------- emulation
 
 
+REAL_PYTHON = "ZOO_EMULATED_PYTHON"  # set by scripts/emulate_cpu.py: the interpreter its wrapper runs
 # Haswell: AVX2 and FMA, no AVX-512, no VNNI; less the features QEMU's TCG cannot emulate (it warns about each).
 EMULATED_CPU = "Haswell,-hle,-rtm,-invpcid,-x2apic,-tsc-deadline,-pcid"
 
@@ -213,4 +215,5 @@ def emulator_command(cpu: str = EMULATED_CPU) -> list[str] | None:
     qemu = shutil.which("qemu-x86_64")
     if qemu is None or platform.system() != "Linux" or platform.machine() != "x86_64":
         return None
-    return [qemu, "-cpu", cpu, sys.executable]
+    # Under scripts/emulate_cpu.py, sys.executable is a wrapper script that QEMU cannot load: the real one.
+    return [qemu, "-cpu", cpu, os.environ.get(REAL_PYTHON) or sys.executable]
