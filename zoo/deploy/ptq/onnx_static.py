@@ -61,8 +61,9 @@ class Int8Scheme:
                 "calibrate_method": methods[self.calibration], "extra_options": extra}
 
 
-# The x86 CPUs an int8 model is made for (`target_cpu`). "any" is the default: measured on both kernel paths
-# (benchmarks/int8_cpus.py), 8-bit weights lost up to N points of agreement on AVX2 and 7-bit ones nothing.
+# The x86 CPUs an int8 model is made for (`target_cpu`). "any" is the default: as fast as 8-bit weights (the same
+# u8s8 kernels) and exact on every CPU; uint8 weights (the U8U8 kernels, Optimum's AVX2 setting) are exact too but
+# slower, widening to 16 bits where u8s8 uses VNNI. Both kernel paths per model: benchmarks/results/int8_cpus.md.
 TARGET_CPUS = {
     "any": Int8Scheme("any", "7-bit weights: the same int8 results on every x86 CPU (AVX2, AVX-512, VNNI) and ARM",
                       reduce_range=True),
