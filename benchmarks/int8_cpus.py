@@ -33,6 +33,7 @@ EVAL_SAMPLES = 1000  # 99% agreement is 10 disagreements: resolvable
 CALIBRATION_SAMPLES = 200  # zoo's default (`calibration_samples`)
 TRAIN_SAMPLES = 6000
 LATENCY_RUNS = 30
+UNDERTRAINED = 0.9  # Keras accuracy below which a case's decisions are mostly near-ties
 
 
 def _schemes():
@@ -394,6 +395,12 @@ def markdown(result: dict) -> str:
         row.update({label: _pair(r["schemes"][label]) if label in r["schemes"] else "" for label in labels})
         rows.append(row)
     lines.append(markdown_table(rows, [(k, k) for k in ("model", "keras acc", "tflite int8", *labels)]))
+    weak = [f"{name} ({100 * r['keras_accuracy']:.0f}%)" for name, r in result["cases"].items()
+            if r["keras_accuracy"] < UNDERTRAINED]
+    if weak:
+        lines += ["", f"Undertrained (Keras accuracy below {UNDERTRAINED:.0%}): {', '.join(weak)}. Their decisions are "
+                  "mostly near-ties, which any rounding flips: their agreement measures how much noise a scheme "
+                  "adds (7-bit weights add most), not whether the decisions of a trained model hold."]
     lines += ["", "Batch-1 latency (ms, one thread, native) and layers that can saturate without VNNI:", ""]
     rows = [{"model": name, "float32": r["onnx_float32_latency_ms"],
              **{label: f"{s['latency_ms_native']} ({s['saturating_layers']})" for label, s in r["schemes"].items()}}
