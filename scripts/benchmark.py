@@ -8,23 +8,28 @@
     python scripts/benchmark.py serving
     python scripts/benchmark.py recipes [NAME ...]
     python scripts/benchmark.py tables [--tables iris,fair] [--seeds 0,1,2]
+    python scripts/benchmark.py int8-cpus [--cases convnet_bn,resnet20]
 
-See zoo/benchmarks/cli.py; the suites of the top-level `benchmarks/` package (tables) are listed in
-BENCHMARKS below.
+See zoo/benchmarks/cli.py; the suites of the top-level `benchmarks/` package are listed below.
 """
 
 import importlib
 import sys
 from pathlib import Path
 
-# Suites that live in the top-level `benchmarks/` package (on zoo's public API): name -> module with main(argv).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# Suites of the top-level `benchmarks/` package (on zoo's public API): name -> module with main(argv).
 BENCHMARKS = {"tables": "benchmarks.tables"}
+# ... and those that plug into zoo.benchmarks' command line: name -> module.
+TOP_LEVEL = {"int8-cpus": "benchmarks.int8_cpus"}
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if argv and argv[0] in BENCHMARKS:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
         sys.exit(importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]))
+    from zoo.benchmarks import SUITES
     from zoo.benchmarks.cli import main
 
+    SUITES.update(TOP_LEVEL)
     sys.exit(main(argv, prog="benchmark.py"))

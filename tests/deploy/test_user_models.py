@@ -6,6 +6,7 @@ onnxruntime; TF.js through Node), fed every input by name and compared on every 
 Keras's `model(x)`, independently of the verification inside `zoo.deploy.export`.
 """
 
+import base64
 import json
 
 import keras
@@ -14,6 +15,7 @@ import pytest
 
 import zoo.deploy
 from zoo.deploy.diagnose import layer_of
+from zoo.deploy.ptq.x86_int8 import saturation_risks
 from zoo.deploy.trace import TraceError
 
 FLOAT32 = 1e-4
@@ -96,6 +98,8 @@ def _check_every_artifact(report, model, x, output_names):
             else:  # int8: the class decision of every example
                 agree = np.mean(np.argmax(got[name], -1) == np.argmax(ref, -1))
                 assert agree >= 0.99 if ref.shape[-1] > 1 else diff <= 0.05 * np.ptp(ref), (r.label, name, agree)
+        if r.format == "onnx" and r.precision == "int8":  # what this CPU computed, every x86 CPU computes
+            assert saturation_risks(r.path) == [], r.label
 
 
 # ----------------------------------------------------------------------------- models
@@ -114,6 +118,16 @@ class TwoBranch(keras.Model):
         return self.head(self.hidden(features))
 
 
+def _fitted_like_two_branch(x, y):
+    """TwoBranch's weights, fitted on (x, y) by a functional twin: decisions worth comparing int8 on, and the
+    subclassed model itself never called."""
+    twin = keras.Sequential([keras.Input((6,)), keras.layers.Dense(16, activation="relu"),
+                             keras.layers.Dense(4, activation="softmax")])
+    twin.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
+    twin.fit(x, y, epochs=20, verbose=0)
+    return twin.get_weights()
+
+
 def _two_in_two_out():
     image = keras.Input((8, 8, 3), name="image")
     meta = keras.Input((5,), name="meta")
@@ -127,6 +141,17 @@ def _two_in_two_out():
 def _rng_inputs(shapes, n=64, seed=0):
     rng = np.random.default_rng(seed)
     return {k: rng.random((n, *s), dtype=np.float32) for k, s in shapes.items()}
+
+
+def _marked_features(n, seed):
+    """6 features in [0, 1), one of the first four raised by 2 (a margin of at least 1): (features, index of the
+    raised one). Int8 argmax agreement means something only on decisions with a margin: on an untrained model's
+    near-ties, one or two in 64 flip with any rounding (8-bit or 7-bit weights alike)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, n)
+    x = rng.random((n, 6), dtype=np.float32)
+    x[np.arange(n), labels] += 2.0
+    return x, labels
 
 
 def _tinted_images(n, seed):
@@ -149,10 +174,13 @@ def test_subclassed_model_is_traced_from_its_build_shape_and_runs_everywhere(tmp
     keras.utils.set_random_seed(0)
     model = TwoBranch(name="two_branch")
     model.build((None, 6))  # never called: only the build shape says what it takes
-    x = _rng_inputs({"features": (6,)})
+    weights = _fitted_like_two_branch(*_marked_features(512, 3))
+    for layer, shape, fitted in ((model.hidden, (None, 6), weights[:2]), (model.head, (None, 16), weights[2:])):
+        layer.build(shape)  # weights without calling the model
+        layer.set_weights(fitted)
+    x = {"features": _marked_features(64, 0)[0]}
     report = zoo.deploy.export(model, tmp_path, test_data=x["features"], precision=("float32", "int8"), formats=PRE_OPENVINO,
-                               representative_data=_rng_inputs({"features": (6,)}, 128, 1)["features"],
-                               latency_runs=0, isolate=False)
+                               representative_data=_marked_features(128, 1)[0], latency_runs=0, isolate=False)
     assert report.model["traced_from"] == "build shapes"
     assert report.model["inputs"] == [{"name": "features", "shape": [6], "dtype": "float32"}]
     assert "traced from" in (tmp_path / "report.md").read_text()
@@ -271,18 +299,34 @@ def test_exact_gelu_and_grouped_convolution_in_tfjs_and_onnx(tmp_path):
     assert any("Erfc" in n for n in tfjs.notes)
 
 
-def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path):
+def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path, monkeypatch):
     """MobileNetV3's activation: with a bias before it, oneDNN's grappler fuses it into the convolution
-    as `_FusedHardSwish`, which no tfjs backend runs; the export writes it out again."""
+    as `_FusedHardSwish`, which no tfjs backend runs; the export writes it out again.
+
+    TensorFlow turns its oneDNN graph rewrites on by default only on CPUs with AVX-512 VNNI, BF16 or AMX
+    (tensorflow/community RFC 400, TF 2.9's release notes): an AVX2 machine makes no fused hard swish, and
+    its export has nothing to write out. The conversion runs in a conversion process of its own started
+    with TF_ENABLE_ONEDNN_OPTS=1, which makes the fusion on every x86 CPU."""
+    from zoo.deploy.isolation import ConversionProcess
+
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
     keras.utils.set_random_seed(0)
     image = keras.Input((8, 8, 3), name="image")
     x = keras.layers.Activation("hard_swish")(keras.layers.Conv2D(4, 3, padding="same", name="conv")(image))
     model = keras.Model(image, keras.layers.Dense(3, name="predictions")(keras.layers.GlobalAveragePooling2D()(x)))
     model.get_layer("conv").bias.assign(np.linspace(-2, 2, 4))  # a trained BatchNormalization folds to such a bias
     x = {"image": _rng_inputs({"image": (8, 8, 3)})["image"] * 6 - 3}
-    report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, isolate=False)
+    process = ConversionProcess(log_path=tmp_path / "conversion.log")  # not the session's shared one
+    try:
+        report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, process=process)
+    finally:
+        process.close()
     _check_every_artifact(report, model, x, ["predictions"])
     assert any("hard swish" in n for n in report.results[0].notes), report.results[0].notes
+    nodes = json.loads((tmp_path / "tfjs_float32" / "model.json").read_text())["modelTopology"]["node"]
+    fused = {base64.b64decode(op).decode() for n in nodes for op in n.get("attr", {}).get("fused_ops", {}).get(
+        "list", {}).get("s", [])}
+    assert "BiasAdd" in fused and "_FusedHardSwish" not in fused, fused
 
 
 def test_two_inputs_alike_in_dtype_and_shape_keep_their_names_in_tfjs(tmp_path):

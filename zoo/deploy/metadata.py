@@ -357,21 +357,14 @@ def _tflite_schema():
 
 
 def _write_tflite(path: Path, text: str) -> None:
-    schema = _tflite_schema()
-    import flatbuffers
+    """Sets the `zoo_metadata` entry, keeping the files packed after the flatbuffer (the standard metadata's
+    `labels.txt`: a rewrite that dropped them left MediaPipe with "No associated file with name: labels.txt")."""
+    from zoo.deploy.formats import tflite_metadata
 
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
-    model.metadata = [m for m in (model.metadata or []) if m.name.decode() != KEY]
-    buffer = schema.BufferT()
-    buffer.data = list(text.encode())
-    model.buffers.append(buffer)
-    entry = schema.MetadataT()
-    entry.name = KEY
-    entry.buffer = len(model.buffers) - 1
-    model.metadata.append(entry)
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    _replace_file(path, bytes(builder.Output()))
+    data = path.read_bytes()
+    model, _ = tflite_metadata.split(data)
+    rewritten = tflite_metadata.with_metadata_buffers(model, {KEY: text.encode()})
+    _replace_file(path, tflite_metadata.join(rewritten, tflite_metadata.associated_files(data)))
 
 
 def _read_tflite(path: Path) -> Optional[str]:

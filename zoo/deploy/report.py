@@ -10,6 +10,7 @@ from pathlib import Path
 
 from zoo.deploy.results import (EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult,
                                  KerasReference)
+from zoo.deploy.ptq.x86_int8 import machine_record
 from zoo.deploy.verify import CRITERIA
 from zoo.fileio import atomic_write_text
 
@@ -53,6 +54,8 @@ class ExportReport:
     card: dict = dataclasses.field(default_factory=dict)  # recipe and other provenance given by the caller
     created: str = dataclasses.field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     versions: dict = dataclasses.field(default_factory=package_versions)
+    # The CPU the artifacts were verified on: int8 results depend on its kernels (zoo.deploy.ptq.x86_int8).
+    machine: dict = dataclasses.field(default_factory=machine_record)
 
     @property
     def ok(self) -> bool:
@@ -116,6 +119,7 @@ class ExportReport:
                 f"conversion {total:.1f} s, verification {self.timing.get('verify_s', 0):.1f} s, "
                 f"wall {self.timing.get('wall_s', 0):.1f} s; {'all passed' if self.ok else f'{len(self.failed)} failed'}"
             )
+        lines.append(f"verified on {self.machine.get('cpu', 'an unrecorded CPU')}")
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
@@ -178,7 +182,8 @@ class ExportReport:
             for r in budgeted:
                 lines += budget_lines(r)
         criteria = "; ".join(f"{precision} {c.text}" for precision, c in CRITERIA.items())
-        lines += ["", f"Criteria: {criteria}. Latency: median of batch-1 runs after warm-up.", "",
+        lines += ["", f"Criteria: {criteria}. Latency: median of batch-1 runs after warm-up. Verified on "
+                  f"{self.machine.get('cpu', 'an unrecorded CPU')}.", "",
                   f"Created {self.created} with " + ", ".join(f"{k} {v}" for k, v in self.versions.items() if v) + "."]
         return "\n".join(lines) + "\n"
 

@@ -6,7 +6,8 @@ onnxruntime: float32, float16 and int8.
 from the float32 graph by onnxruntime's own tools (`zoo.deploy.ptq.onnx_static`): float16 weights and
 compute with float32 inputs and outputs; int8 as a static QDQ model calibrated on the representative
 data (uint8 activations per tensor, int8 weights per channel), which onnxruntime's CPU provider runs
-with its int8 kernels. A quantization-aware model's int8 uses the ranges it learned. With
+with its int8 kernels; 7-bit weights unless `target_cpu="vnni"`, so that x86 CPUs without VNNI compute
+what the verifying machine did (`zoo.deploy.ptq.x86_int8`). A quantization-aware model's int8 uses the ranges it learned. With
 `max_accuracy_drop` or `min_agreement`, the most sensitive layers stay float (`nodes_to_exclude`;
 `zoo.deploy.ptq.budget`).
 """
@@ -22,6 +23,7 @@ from zoo.core.options import Option, int_range
 from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
                                      Runner, atomic_output, predict_in_chunks)
 from zoo.deploy.ptq.budget import Goal
+from zoo.deploy.ptq.onnx_static import DEFAULT_TARGET_CPU, TARGET_CPUS
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -38,6 +40,9 @@ FORMAT = Format(
         PRECISION,
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
         *INT8_OPTIONS,
+        Option("target_cpu", "the CPUs an int8 model is for: any (7-bit weights: the same results on every x86 CPU "
+               "and ARM) or vnni (8-bit weights: only x86 CPUs with VNNI and ARM compute them without saturating)",
+               default=DEFAULT_TARGET_CPU, choices=tuple(TARGET_CPUS)),
     ),
 )
 
@@ -82,16 +87,30 @@ def convert(job: Job) -> Converted:
         if precision == "float16":
             onnx_static.to_float16(float_path, tmp)
         elif job.quantization_aware:
-            onnx_static.quantize_learned(float_path, tmp, scratch, _calibration(job))
+            onnx_static.quantize_learned(float_path, tmp, scratch, _calibration(job), scheme=options["target_cpu"])
             notes.append("int8 ranges learned in quantization-aware training")
         elif any(options.get(g) is not None for g in INT8_GUARDS):
             details = _budgeted(job, float_path, scratch, tmp)
             notes.append(f"{Goal.of(options).describe()}: {details['summary']}")
         else:
             prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
-            onnx_static.quantize_int8(prepared, tmp, _calibration(job))
+            onnx_static.quantize_int8(prepared, tmp, _calibration(job), scheme=options["target_cpu"])
             notes.append("static int8 QDQ: uint8 activations per tensor, int8 weights per channel (MinMax)")
+        if precision == "int8":
+            notes.append(_cpu_note(tmp, options["target_cpu"]))
     return Converted(job.target.path, notes=notes, details=details)
+
+
+def _cpu_note(path, target_cpu: str) -> str:
+    """Whether every x86 CPU computes this int8 model as the verifying one does (`x86_int8.saturation_risks`)."""
+    from zoo.deploy.ptq.x86_int8 import saturation_risks
+
+    risks = saturation_risks(path)
+    if not risks:
+        return f"target CPU {target_cpu}: {TARGET_CPUS[target_cpu].description.split(':')[0]}, no uint8 x int8 pair " \
+               "can saturate: the same int8 results on every x86 CPU"
+    return (f"target CPU {target_cpu}: {len(risks)} layer(s) can saturate on x86 CPUs without VNNI (AVX2, AVX-512 "
+            f"before Cascade Lake), where results differ from a VNNI machine's; target_cpu='any' avoids it")
 
 
 def _calibration(job: Job) -> dict[str, np.ndarray]:
@@ -151,7 +170,7 @@ def _budgeted(job: Job, float_path: str, scratch: str, out_path) -> dict:
         path = os.path.join(scratch, f"trial_{next(counter)}.onnx")
         chosen = None if only is None else nodes[only]
         onnx_static.quantize_int8(prepared, path, calibration_x, exclude=[n for layer in exclude for n in nodes[layer]],
-                                  only=chosen, calibration_cache=cache)
+                                  only=chosen, calibration_cache=cache, scheme=job.target.options["target_cpu"])
         return path
 
     result = budget.run(job, list(nodes), quantize, str(prepared), open_runner)

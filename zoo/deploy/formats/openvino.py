@@ -3,8 +3,9 @@
 - float32: `openvino.convert_model` of the export's SavedModel, weights in float32;
 - float16: the same IR with its weights stored in float16 (`save_model(compress_to_fp16=True)`),
   decompressed to float32 on the CPU;
-- int8: NNCF post-training quantization (`nncf.quantize`, its default CPU preset: int8 weights per
-  channel, int8 activations per tensor) calibrated on the representative data. With
+- int8: NNCF post-training quantization (`nncf.quantize`, int8 weights per channel, int8 activations per
+  tensor, with the preset and model type OpenVINO recommends for the graph: `zoo.deploy.ptq.nncf_presets`)
+  calibrated on the representative data. With
   `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
   (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
   validation accuracy (or the agreement with the float IR's decisions) is within bound.
@@ -122,14 +123,17 @@ def _quantize(job: Job, model, ov):
     """(int8 model, details): NNCF post-training quantization, within the accuracy budget where one is set."""
     import nncf
 
+    from zoo.deploy.ptq.nncf_presets import recommended
+
     options = job.target.options
     n = options.get("calibration_samples") or 200
     named = {k: np.asarray(v[:n]) for k, v in job.inputs("rep_x").items()}
+    settings = recommended(model)
     if not any(options.get(g) is not None for g in INT8_GUARDS):
         data = named if len(named) > 1 else next(iter(named.values()))
         count = len(next(iter(named.values())))
-        quantized = nncf.quantize(model, _dataset(data), subset_size=count)
-        return quantized, {"note": f"NNCF post-training int8, calibrated on {count} examples"}
+        quantized = nncf.quantize(model, _dataset(data), subset_size=count, **settings.kwargs())
+        return quantized, {"note": f"NNCF post-training int8 ({settings.reason}), calibrated on {count} examples"}
     from zoo.deploy.ptq.budget import Goal, validation, wilson_interval
     from zoo.deploy.ptq.budget import summary as budget_summary
 
@@ -157,10 +161,10 @@ def _quantize(job: Job, model, ov):
     # NNCF measures the float model's own value first: for agreement, the lower bound of full agreement.
     allowed = (wilson_interval(1.0, len(x))[0] - (1 - goal.max_drop / 100) if goal.metric == "agreement"
                else goal.max_drop / 100)
-    full = nncf.quantize(model, _dataset(rep), subset_size=len(rep))
+    full = nncf.quantize(model, _dataset(rep), subset_size=len(rep), **settings.kwargs())
     quantized = nncf.quantize_with_accuracy_control(
         model, _dataset(rep), _dataset(x[:1]), guarded, max_drop=allowed, drop_type=nncf.DropType.ABSOLUTE,
-        subset_size=len(rep),
+        subset_size=len(rep), **settings.kwargs(),
     )
     metrics = {name: metric(compile_(m), None) for name, m in (("float32", model), ("int8", full),
                                                                ("chosen", quantized))}

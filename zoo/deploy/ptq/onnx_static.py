@@ -3,10 +3,13 @@
 - `to_float16`: onnxruntime's `convert_float_to_float16`, float32 inputs and outputs kept.
 - `quantize_int8`: `onnxruntime.quantization.quantize_static`, QDQ format, calibrated on
   representative inputs (min/max), weights int8 symmetric per channel, activations uint8
-  asymmetric per tensor: the setting onnxruntime recommends for x86 CPUs with VNNI (its
-  `quantize_static` docstring, "Choosing parameters for CPU inference"), whose int8 kernels are
-  u8s8. `exclude` keeps nodes in float (`nodes_to_exclude`; the accuracy-budgeted search),
-  `only` quantizes just those (`nodes_to_quantize`; per-layer sensitivity).
+  asymmetric per tensor (onnxruntime's x86 kernels are u8s8: its `quantize_static` docstring,
+  "Choosing parameters for CPU inference"). The weights' range is the `Int8Scheme` of the CPUs
+  the model is for (`TARGET_CPUS`): 7 bits by default, so that the u8s8 pairs of x86 CPUs
+  without VNNI cannot saturate and every x86 CPU computes the same (`zoo.deploy.ptq.x86_int8`);
+  8 bits for VNNI (and ARM) only. `exclude` keeps nodes in float (`nodes_to_exclude`; the
+  accuracy-budgeted search), `only` quantizes just those (`nodes_to_quantize`; per-layer
+  sensitivity).
 - `quantize_learned`: the int8 QDQ model of a quantization-aware model. tf2onnx turns its
   activation fake-quant ops into QuantizeLinear/DequantizeLinear pairs (its
   `FakeQuantWithMinMaxVars` handler) and folds the weight ones into on-grid constants; the pairs
@@ -17,6 +20,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -30,6 +34,43 @@ import numpy as np
 CALIBRATION_BATCH = 1
 # Ops whose output keeps the input's quantization range (onnxruntime quantizes their output, not their input).
 SAME_RANGE = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "MaxPool")
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Scheme:
+    """How `quantize_static` lays out a static int8 model: types, ranges, calibration."""
+
+    name: str
+    description: str
+    weight_type: str = "int8"  # or "uint8": onnxruntime's exact but slower U8U8 kernels on x86
+    activation_type: str = "uint8"  # or "int8" (x86 shifts it to uint8)
+    reduce_range: bool = False  # weights in [-64, 64]: u8s8 pairs cannot leave int16 (`x86_int8.SAFE_WEIGHT`)
+    per_channel: bool = True
+    symmetric_activations: bool = False
+    calibration: str = "minmax"  # or "percentile", "entropy" (onnxruntime's CalibrationMethod)
+
+    def quantize_static_args(self) -> dict:
+        from onnxruntime.quantization import CalibrationMethod, QuantType
+
+        types = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
+        methods = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
+                   "entropy": CalibrationMethod.Entropy}
+        extra = {"ActivationSymmetric": True} if self.symmetric_activations else {}
+        return {"weight_type": types[self.weight_type], "activation_type": types[self.activation_type],
+                "reduce_range": self.reduce_range, "per_channel": self.per_channel,
+                "calibrate_method": methods[self.calibration], "extra_options": extra}
+
+
+# The x86 CPUs an int8 model is made for (`target_cpu`). "any" is the default: as fast as 8-bit weights (the same
+# u8s8 kernels) and exact on every CPU; uint8 weights (the U8U8 kernels, Optimum's AVX2 setting) are exact too but
+# slower, widening to 16 bits where u8s8 uses VNNI. Both kernel paths per model: benchmarks/results/int8_cpus.md.
+TARGET_CPUS = {
+    "any": Int8Scheme("any", "7-bit weights: the same int8 results on every x86 CPU (AVX2, AVX-512, VNNI) and ARM",
+                      reduce_range=True),
+    "vnni": Int8Scheme("vnni", "8-bit weights: for x86 CPUs with VNNI (AVX-512 VNNI, AVX-VNNI, AMX) and ARM; "
+                       "saturates on AVX2 and AVX-512 without VNNI"),
+}
+DEFAULT_TARGET_CPU = "any"
 
 
 class _Batches:
@@ -94,22 +135,24 @@ def quantizable_nodes(model_path) -> list[str]:
 
 
 def quantize_int8(prepared_path, out_path, calibration_x, *, exclude=(), only=None, overrides=None,
-                  calibration_cache=None) -> Path:
+                  calibration_cache=None, scheme: Int8Scheme | str = DEFAULT_TARGET_CPU) -> Path:
     """Static int8 QDQ model of `prepared_path` (see `preprocess`), written to `out_path`.
 
     `calibration_cache`: a JSON path where onnxruntime keeps the calibrated ranges, so a search
-    that quantizes the same model many times calibrates once.
+    that quantizes the same model many times calibrates once. `scheme`: an `Int8Scheme` or the
+    name of a target CPU (`TARGET_CPUS`).
     """
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, quantize_static
 
-    extra = {"TensorQuantOverrides": overrides} if overrides else {}
+    scheme = TARGET_CPUS[scheme] if isinstance(scheme, str) else scheme
+    args = scheme.quantize_static_args()
+    if overrides:
+        args["extra_options"] = {**args["extra_options"], "TensorQuantOverrides": overrides}
     kwargs = {"calibration_cache_path": str(calibration_cache)} if calibration_cache else {}
     quantize_static(
         str(prepared_path), str(out_path), _Batches(input_names(prepared_path), calibration_x),
-        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
-        nodes_to_exclude=list(exclude), nodes_to_quantize=list(only) if only is not None else None,
-        extra_options=extra, **kwargs,
+        quant_format=QuantFormat.QDQ, nodes_to_exclude=list(exclude),
+        nodes_to_quantize=list(only) if only is not None else None, **args, **kwargs,
     )
     return Path(out_path)
 
@@ -167,7 +210,8 @@ def _follow(rename: dict, name: str) -> str:
     return name
 
 
-def quantize_learned(fake_quant_onnx: Path, out_path, work_dir, calibration_x) -> Path:
+def quantize_learned(fake_quant_onnx: Path, out_path, work_dir, calibration_x,
+                     scheme: Int8Scheme | str = DEFAULT_TARGET_CPU) -> Path:
     """The int8 QDQ model of a quantization-aware model's ONNX graph, with its learned activation ranges.
 
     Tensors without a learned range (a softmax output) are calibrated on `calibration_x`.
@@ -179,7 +223,7 @@ def quantize_learned(fake_quant_onnx: Path, out_path, work_dir, calibration_x) -
     lifted = work_dir / "qat_float.onnx"
     onnx.save(float_model, str(lifted))
     # No graph optimization before quantizing: it could rename the tensors the overrides name.
-    return quantize_int8(lifted, out_path, calibration_x, overrides=overrides)
+    return quantize_int8(lifted, out_path, calibration_x, overrides=overrides, scheme=scheme)
 
 
 def size_bytes(path) -> int:
