@@ -52,6 +52,7 @@ _KERAS_CLASSES = (
     "zoo.data.table_scaling",
     "zoo.data.raw_input",
     "zoo.quantization.layers",
+    "zoo.deploy.formats.mobile",
     "zoo.core.fused_optimizers",
     "zoo.training.losses",
     "zoo.training.features.freezing",

@@ -57,22 +57,30 @@ class _Finder:  # importlib.abc.MetaPathFinder's protocol, without importing imp
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        with _lock:
-            contexts = _pending.pop(fullname, [])
-        spec.loader = _Loader(spec.loader, contexts)
+        # The hooks are taken when the module is executed, not here: `importlib.util.find_spec` finds
+        # without importing (TensorFlow does it for "keras" to locate a folder).
+        spec.loader = _Loader(spec.loader, fullname)
         return spec
 
 
 class _Loader:  # importlib.abc.Loader's protocol
-    def __init__(self, loader, contexts):
-        self.loader, self.contexts = loader, contexts
+    def __init__(self, loader, name):
+        self.loader, self.name = loader, name
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
         module.__loader__ = module.__spec__.loader = self.loader  # the module keeps its own loader
-        with contextlib.ExitStack() as stack:
-            for context in self.contexts:
-                stack.enter_context(context())
-            self.loader.exec_module(module)
+        with _lock:
+            contexts = _pending.pop(self.name, [])
+        try:
+            with contextlib.ExitStack() as stack:
+                for context in contexts:
+                    stack.enter_context(context())
+                self.loader.exec_module(module)
+        except BaseException:
+            # A failed import leaves no module behind: the hooks wait for the next attempt.
+            with _lock:
+                _pending.setdefault(self.name, [])[:0] = contexts
+            raise
