@@ -7,7 +7,8 @@ and labels in memory (a table's text column), as ``(string, int32 label)`` split
 
 Splits are drawn with the seed, stratified by class. The model tokenizes the strings itself
 (``zoo.data.raw_input.TextInput``: ``TextVectorization`` with the train texts' vocabulary), so the
-pipeline keeps them raw. Files that are not valid text in the given encoding, or empty, are
+pipeline keeps them raw. Strings flow through TensorFlow only (JAX and PyTorch tensors hold numbers),
+so texts are read and trained on the TensorFlow backend. Files that are not valid text in the given encoding, or empty, are
 skipped and listed in ``data.skipped`` with the reason.
 """
 
@@ -18,9 +19,9 @@ import os
 from typing import Optional
 
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching
 from zoo.data.char_text import read_text_file
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -80,6 +81,8 @@ def from_labelled_texts(
     y = np.array([index[str(v)] for v in labels], dtype=np.int32)
     rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split}, seed=seed,
                                    labels=y)
+    import tensorflow as tf
+
     parts, split_texts = {}, {}
     for split, idx in rows.items():
         if not len(idx):
@@ -91,12 +94,7 @@ def from_labelled_texts(
         parts=parts,
         input_shape=(),
         num_classes=len(class_names),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
         class_names=class_names,
         texts=split_texts,
         skipped=tuple(skipped),

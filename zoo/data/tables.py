@@ -35,6 +35,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, uses_tf_data
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError, suggest
 
@@ -189,12 +191,7 @@ def from_table(
         parts=parts,
         input_shape=input_shape,
         num_classes=None if classes is None else len(classes),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
         stats=stats,
         feature_names=tuple(stats.feature_names),
         target=target,
@@ -205,9 +202,11 @@ def from_table(
 
 def _dataset(x, y):
     if isinstance(x, dict):
+        x = {k: (v.astype(str) if v.dtype == object else v) for k, v in x.items()}
+        if not uses_tf_data():  # strings stay NumPy; a model taking them trains on TensorFlow only
+            return Arrays((x, y)), len(y)
         import tensorflow as tf
 
-        x = {k: (v.astype(str) if v.dtype == object else v) for k, v in x.items()}
         return tf.data.Dataset.from_tensor_slices((x, y)), len(y)
     return splits_lib.arrays_dataset(x, y)
 
