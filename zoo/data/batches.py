@@ -159,6 +159,7 @@ class ArrayBatches(keras.utils.PyDataset):
         self.endless = batching.repeat
         self.shard_index, self.shard_count = 0, 1
         self.pad_to: int | None = None  # evaluation batches padded to a multiple, with zero sample weights
+        self.trim_to: int | None = None  # training batches cut to a multiple
 
     # -- the stream -------------------------------------------------------------------------------
 
@@ -171,13 +172,16 @@ class ArrayBatches(keras.utils.PyDataset):
         """The endless stream of batches from global batch `skip` on: epoch after epoch, each reshuffled."""
         return self._copy(skip=int(skip), endless=True)
 
-    def shard(self, index: int, count: int, pad_to: int | None = None) -> "ArrayBatches":
-        """Process `index` of `count`: its equal share of every global batch (the rows `index::count` would
-        skew the order; it takes a contiguous slice). `pad_to`: pad each global batch to a multiple of it
-        (evaluation: padded rows carry sample weight 0, so metrics are those of the real rows)."""
+    def shard(self, index: int, count: int, pad_to: int | None = None, trim_to: int | None = None) -> "ArrayBatches":
+        """Process `index` of `count`: its equal, contiguous share of every global batch.
+
+        Every global batch is first made a multiple of the number of devices: `pad_to` pads it
+        (evaluation: padded rows carry sample weight 0, so metrics are those of the real rows), `trim_to`
+        leaves out the remainder rows of a last, partial batch (training).
+        """
         if not 0 <= index < count:
             raise ValueError(f"shard index must be in [0, {count}), got {index}.")
-        return self._copy(shard_index=int(index), shard_count=int(count), pad_to=pad_to)
+        return self._copy(shard_index=int(index), shard_count=int(count), pad_to=pad_to, trim_to=trim_to)
 
     def with_augment(self, augment: Callable) -> "ArrayBatches":
         return self._copy(augment=augment)
@@ -219,6 +223,8 @@ class ArrayBatches(keras.utils.PyDataset):
             weights = np.zeros(full, np.float32)
             weights[: len(rows)] = 1.0
             rows = np.concatenate([rows, np.full(full - len(rows), rows[0] if len(rows) else 0)])
+        elif self.trim_to:
+            rows = rows[: len(rows) - len(rows) % self.trim_to]
         if self.shard_count > 1:
             n = len(rows) // self.shard_count
             lo = self.shard_index * n

@@ -118,6 +118,19 @@ def is_tensorflow() -> bool:
     return current() == "tensorflow"
 
 
+def tensorflow_available() -> bool:
+    """Whether TensorFlow can be imported here (found without importing it): for what only it offers on
+    any backend (TensorBoard logs, the SavedModel a run publishes)."""
+    import importlib.util
+
+    if "tensorflow" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def determinism(seed_given: bool) -> None:
     """Makes this backend's kernels deterministic (`--deterministic`): with the seed, runs are then
     bitwise identical.

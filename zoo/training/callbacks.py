@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -207,6 +208,37 @@ class ResumableBackup(keras.callbacks.Callback):
             shutil.rmtree(self.backup_dir)
 
 
+@contextlib.contextmanager
+def outside_distribution():
+    """No `keras.distribution` while the chief alone writes a model file.
+
+    Keras' saving creates variables (an optimizer's, to list the attributes to skip), and under a
+    multi-process JAX distribution every process must create a variable together: the chief saving
+    alone would wait for the others, or desynchronize them. Outside it the variables are local.
+    """
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        yield
+        return
+    previous = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(previous)
+
+
+class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """Keras' `ModelCheckpoint`, saving `outside_distribution` (the chief of a multi-process run saves alone)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        with outside_distribution():
+            super().on_train_batch_end(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        with outside_distribution():
+            super().on_epoch_end(epoch, logs)
+
+
 def standard_callbacks(
     run_dir: Path,
     *,
@@ -215,20 +247,21 @@ def standard_callbacks(
     early_stopping: int | None = None,
     write_files: bool = True,
 ) -> list[keras.callbacks.Callback]:
-    """Best-weights checkpoint, TensorBoard, CSV history, optional early stopping.
+    """Best-weights checkpoint, TensorBoard (where TensorFlow is installed), CSV history, optional early stopping.
 
     `run_dir` gets `best.keras`, `logs/` and `history.csv` (the resumable
     `backup/` is `ResumableBackup`'s, added by the run). With
     `write_files=False` (a non-chief multi-worker task) only the in-memory
     callbacks are returned.
     """
+    from zoo.training import backends
+
     callbacks: list[keras.callbacks.Callback] = []
     if write_files:
-        callbacks += [
-            keras.callbacks.ModelCheckpoint(str(run_dir / "best.keras"), monitor=monitor, mode=mode, save_best_only=True),
-            keras.callbacks.TensorBoard(str(run_dir / "logs")),
-            keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True),
-        ]
+        callbacks.append(ModelCheckpoint(str(run_dir / "best.keras"), monitor=monitor, mode=mode, save_best_only=True))
+        if backends.tensorflow_available():  # Keras writes TensorBoard's event files with tf.summary
+            callbacks.append(keras.callbacks.TensorBoard(str(run_dir / "logs")))
+        callbacks.append(keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True))
     if early_stopping:
         callbacks.append(
             keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=early_stopping, restore_best_weights=True)
