@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Optional
@@ -99,6 +101,37 @@ class Batching:
 
 
 _UNSET = object()
+
+
+def takes_batching(**defaults):
+    """Lets a reader declared as `fn(..., batching: Batching)` also take `Batching`'s fields as keywords.
+
+    `fn(data, batch_size=32, seed=0)` becomes `fn(data, batching=Batching(32, seed=0))`; a field the
+    reader declares itself (a positional `batch_size`) stays its own. `defaults` are this reader's
+    (images batch by 32). The fields are declared once, on `Batching`; the reader's signature (`help`,
+    IDEs) lists them, derived from it.
+    """
+
+    def wrap(fn):
+        own = inspect.signature(fn)
+        fields = [f for f in BATCHING_FIELDS if f not in own.parameters]
+        base = Batching(**defaults)
+
+        @functools.wraps(fn)
+        def reader(*args, batching: "Batching | None" = None, **kwargs):
+            settings = {f: kwargs.pop(f) for f in fields if f in kwargs}
+            return fn(*args, batching=(batching or base).replace(**settings), **kwargs)
+
+        params = [p for name, p in own.parameters.items() if name != "batching"]
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        extra = [inspect.Parameter(f, keyword, default=getattr(base, f)) for f in fields]
+        batching = inspect.Parameter("batching", keyword, default=None)
+        reader.__signature__ = own.replace(parameters=[*params, *extra, batching])
+        reader.__doc__ = (fn.__doc__ or "") + (f"\n\n    Batching (`zoo.data.Batching`, or its fields as keywords: "
+                                               f"{', '.join(fields)}): defaults {base}.\n")
+        return reader
+
+    return wrap
 
 
 def uses_tf_data() -> bool:
@@ -265,8 +298,13 @@ def stream(ds, skip: int):
     return ds.repeat().skip(skip)
 
 
+def numpy_batches(ds):
+    """The batches of one epoch of a batch source (`ArrayBatches` or `tf.data.Dataset`), as NumPy arrays."""
+    if isinstance(ds, ArrayBatches):
+        return iter(ds)
+    return ds.as_numpy_iterator()
+
+
 def first_batch(ds):
     """The first batch of a batch source, as NumPy arrays."""
-    if isinstance(ds, ArrayBatches):
-        return ds[0]
-    return next(iter(ds.as_numpy_iterator()))
+    return next(iter(numpy_batches(ds)))

@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from zoo.data import splits as splits_lib
-from zoo.data.batches import Batching, Preprocess
+from zoo.data.batches import Batching, Preprocess, takes_batching
 from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -108,21 +108,17 @@ class TextData(SplitData):
     ids: dict = dataclasses.field(default_factory=dict)
 
 
+@takes_batching(batch_size=64)
 def from_text_files(
     paths,
     seq_len: int = 100,
     *,
-    batch_size: int = 64,
     vocab: Optional[CharVocab] = None,
     validation_split: float = 0.1,
     test_split: float = 0.0,
     stride: Optional[int] = None,
     encoding: str = "utf-8",
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
+    batching: Batching,
 ) -> TextData:
     """Text files as ``(x, y)`` batches of character ids, y being x shifted by one.
 
@@ -146,16 +142,11 @@ def from_text_files(
         text,
         seq_len,
         name=name,
-        batch_size=batch_size,
         vocab=vocab,
         validation_split=validation_split,
         test_split=test_split,
         stride=stride,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
     )
 
 
@@ -179,21 +170,17 @@ def read_text_file(path, encoding: str = "utf-8") -> str:
     return text
 
 
+@takes_batching(batch_size=64)
 def from_text(
     text: str,
     seq_len: int = 100,
     *,
     name: str = "text",
-    batch_size: int = 64,
     vocab: Optional[CharVocab] = None,
     validation_split: float = 0.1,
     test_split: float = 0.0,
     stride: Optional[int] = None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
+    batching: Batching,
 ) -> TextData:
     """Like :func:`from_text_files`, for a string already in memory."""
     if not isinstance(text, str):
@@ -227,7 +214,7 @@ def from_text(
         parts=parts,
         input_shape=(seq_len,),
         num_classes=len(vocab),
-        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
+        batching=batching,
         preprocess=_windows(np.concatenate(list(ids.values())), seq_len),
         vocab=vocab,
         seq_len=int(seq_len),

@@ -43,7 +43,7 @@ import numpy as np
 
 from zoo.data import decoded_cache, memory, pipeline
 from zoo.data import splits as splits_lib
-from zoo.data.batches import Batching, Preprocess
+from zoo.data.batches import Batching, Preprocess, takes_batching
 from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -69,23 +69,19 @@ class ImageFolderData(SplitData):
     sizes: dict = dataclasses.field(default_factory=dict)
 
 
+@takes_batching(batch_size=32, seed=0)
 def from_image_folder(
     path,
     image_size=(256, 256),
     *,
-    batch_size: int = 32,
     color_mode: str = "rgb",
     validation_split: float = 0.0,
     test_split: float = 0.0,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     verify: bool = True,
     on_error: str = "raise",
     raw: bool = False,
     classes=None,
+    batching: Batching,
 ) -> ImageFolderData:
     """Images under `path` (one subfolder per class) as batched ``(x, y)`` splits.
 
@@ -94,7 +90,7 @@ def from_image_folder(
             or ``val/``, ``test/``) subfolders, each of those is a split with
             its own class subfolders; a split without its folder is drawn from
             ``train/`` when its fraction is given. Otherwise `validation_split`
-            and `test_split` of every class (drawn with `seed`, so stratified)
+            and `test_split` of every class (drawn with `batching.seed`, so stratified)
             become ``"validation"`` and ``"test"``, the rest ``"train"``.
         image_size: ``(height, width)`` every image is resized to.
         color_mode: "grayscale", "rgb" or "rgba" (1, 3 or 4 channels).
@@ -115,7 +111,7 @@ def from_image_folder(
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}.")
     root = _check_folder(path)
-    class_names, files = list_image_splits(root, validation_split, test_split, seed, classes)
+    class_names, files = list_image_splits(root, validation_split, test_split, batching.seed or 0, classes)
 
     skipped, sizes = [], {}
     if verify:
@@ -136,7 +132,7 @@ def from_image_folder(
     channels = COLOR_MODES[color_mode]
     with_tf = pipeline.uses_tf_data()
     decoded = {}  # split -> the .npz of its decoded uint8 images (zoo.data.decoded_cache)
-    if cache:
+    if batching.cache:
         settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
         if not with_tf:
             settings["decoder"] = "pillow"  # zoo.data.image_folder.resize_bilinear
@@ -160,7 +156,7 @@ def from_image_folder(
         parts=parts,
         input_shape=(*image_size, channels),
         num_classes=len(class_names),
-        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
+        batching=batching,
         preprocess=_pixels(image_size, channels, raw) if decoded or not with_tf else None,
         class_names=tuple(class_names),
         files={s: [f for _, f in fs] for s, fs in files.items()},

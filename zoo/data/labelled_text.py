@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from zoo.data import splits as splits_lib
-from zoo.data.batches import Batching
+from zoo.data.batches import Batching, takes_batching
 from zoo.data.char_text import read_text_file
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -40,23 +40,19 @@ class LabelledTextData(SplitData):
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 
 
+@takes_batching(batch_size=32, seed=0)
 def from_labelled_texts(
     texts,
     labels,
     *,
     class_names=None,
     name: str = "texts",
-    batch_size: int = 32,
     validation_split: float = 0.1,
     test_split: float = 0.1,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     skipped=(),
+    batching: Batching,
 ) -> LabelledTextData:
-    """Texts and their labels as ``(string, int32 label)`` splits, stratified by class with `seed`.
+    """Texts and their labels as ``(string, int32 label)`` splits, stratified by class with `batching.seed`.
 
     `labels` are class values (strings or integers); ``class_names`` are their
     sorted distinct values unless given (then label i is ``class_names[i]`` and
@@ -79,7 +75,8 @@ def from_labelled_texts(
         raise DataError(f"{name}: every text has the class {class_names[0]!r}; a classifier needs at least two "
                         "classes.")
     y = np.array([index[str(v)] for v in labels], dtype=np.int32)
-    rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split}, seed=seed,
+    rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split},
+                                   seed=batching.seed or 0,
                                    labels=y)
     import tensorflow as tf
 
@@ -94,7 +91,7 @@ def from_labelled_texts(
         parts=parts,
         input_shape=(),
         num_classes=len(class_names),
-        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
+        batching=batching,
         class_names=class_names,
         texts=split_texts,
         skipped=tuple(skipped),

@@ -8,7 +8,7 @@ import os
 from typing import Optional
 
 from zoo.data import batches, decoded_cache, memory, pipeline, preprocessing, registry, tfds_source
-from zoo.data.batches import Batching
+from zoo.data.batches import Batching, takes_batching
 from zoo.data.registry import DatasetSpec
 from zoo.data.splits import SplitData, is_train_split
 from zoo.errors import UnknownNameError
@@ -122,18 +122,15 @@ def dataset_info(name: str, data_dir=None) -> DatasetInfo:
     )
 
 
+@takes_batching()
 def load(
     name: str,
     split: str = "train",
     batch_size: int = 128,
     *,
     data_dir=None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     shuffle_buffer: Optional[int] = None,
+    batching: Batching,
 ):
     """A batched ``(x, y)`` dataset ready for ``model.fit`` / ``evaluate``: a ``tf.data.Dataset`` on the
     TensorFlow backend; on JAX and PyTorch, where the split is held in memory, a
@@ -166,7 +163,8 @@ def load(
         ValueError: a bad argument value.
     """
     name = _validate_name(name)
-    batching = Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat)
+    batching = batching.replace(batch_size=batch_size)
+    shuffle, seed, cache = batching.shuffle, batching.seed, batching.cache
     shuffle_buffer = pipeline.validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
     if not isinstance(split, str) or not split.strip():
         raise ValueError(f"split must be a non-empty string like 'train' or 'test[:1000]', got {split!r}.")
@@ -262,17 +260,8 @@ def prepare(name: str, data_dir=None) -> str:
     return path
 
 
-def load_splits(
-    name: str,
-    *,
-    batch_size: int = 128,
-    data_dir=None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
-):
+@takes_batching()
+def load_splits(name: str, *, data_dir=None, batching: Batching):
     """All splits of a non-TFDS registered dataset, with what its source fitted.
 
     Returns the source's :class:`zoo.data.splits.SplitData`: ``.train`` /
@@ -292,7 +281,7 @@ def load_splits(
             f"load_splits serves datasets with their own source ({', '.join(_own_source_names())}); "
             f"{name!r} is a TFDS dataset: use zoo.data.load({name!r}, split)."
         )
-    return spec.read_splits(data_dir).rebatched(Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat))
+    return spec.read_splits(data_dir).rebatched(batching)
 
 
 def _own_source_names() -> list[str]:

@@ -35,6 +35,7 @@ from zoo.data import memory
 from zoo.data.batches import (  # noqa: F401  (the validators are part of this module's API)
     ArrayBatches,
     Batching,
+    takes_batching,
     uses_tf_data,
     validate_batch_size,
     validate_optional_positive_int,
@@ -138,17 +139,17 @@ def build_pipeline(
     return ds.with_options(options)
 
 
-def from_arrays(x, y=None, batch_size: int = 128, *, batching: Optional[Batching] = None, **settings):
+@takes_batching(shuffle=False)
+def from_arrays(x, y=None, batch_size: int = 128, *, batching: Batching):
     """In-memory arrays as a zoo dataset: batches of ``(x, y)`` (or ``x`` if y is None).
 
     `x` may be an array or a (nested) dict/tuple of arrays with the same first
     dimension. Dtypes are normalised once with NumPy (floats -> float32, integer
     labels -> int32); values are otherwise untouched (scale images yourself).
-    Without shuffle, order is preserved (``shuffle=None`` is no shuffle here). `settings` are
-    `zoo.data.Batching`'s (``shuffle``, ``seed``, ``drop_remainder``, ``repeat``; ``cache`` has
-    nothing to cache: the arrays are in memory already).
+    Without shuffle (the default here), order is preserved; ``cache`` has nothing to cache: the
+    arrays are in memory already.
     """
-    batching = Batching.of(batching, batch_size=batch_size, **settings)
+    batching = batching.replace(batch_size=batch_size)
     if x is None:
         raise ValueError("from_arrays needs x (an array or a dict/tuple of arrays), got None.")
     x = keras.tree.map_structure(_as_input_array, x)

@@ -35,7 +35,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from zoo.data import splits as splits_lib
-from zoo.data.batches import Batching, uses_tf_data
+from zoo.data.batches import Batching, takes_batching, uses_tf_data
 from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError, suggest
@@ -98,25 +98,21 @@ class TableData(SplitData):
     skipped: tuple = ()
 
 
+@takes_batching(batch_size=128, seed=0)
 def from_table(
     table,
     features: Optional[Sequence[str]] = None,
     target: Optional[str] = None,
     *,
-    batch_size: int = 128,
     categorical: Sequence[str] = (),
     standardize: bool = True,
     stats: Optional[TableStats] = None,
     validation_split: float = 0.0,
     test_split: float = 0.0,
     stratify: bool = True,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     raw: bool = False,
     name: Optional[str] = None,
+    batching: Batching,
 ) -> TableData:
     """A CSV (or Parquet) file or DataFrame as batched ``(x, y)`` splits; see the module docstring.
 
@@ -124,7 +120,6 @@ def from_table(
         table: path of a CSV file (with a header row) or a ``pandas.DataFrame``.
         features: input columns; None means every column except `target`.
         target: the column to predict.
-        batch_size: examples per batch of ``data.train`` etc.
         categorical: feature columns to one-hot encode (text or integer codes).
         standardize: scale numeric features to zero mean, unit variance using
             the training rows' statistics.
@@ -132,8 +127,7 @@ def from_table(
             nothing is fitted here (use it for a separate test table).
         validation_split, test_split: fractions of rows held out, drawn with
             `seed`, stratified by class for class targets when `stratify`.
-            With both 0 every row is in ``"train"``.
-        shuffle: None shuffles the train split only.
+            With both 0 every row is in ``"train"``. `batching.seed` draws them (and orders the epochs).
         raw: fit the statistics but feed the values as read (see the module docstring).
         name: what errors call a DataFrame (e.g. the file it was read from).
 
@@ -158,7 +152,7 @@ def from_table(
     y = _target_values(frame, target, classes, source)
 
     labels = y if (classes is not None and stratify) else None
-    rows = splits_lib.random_split(len(frame), fractions, seed=seed, labels=labels)
+    rows = splits_lib.random_split(len(frame), fractions, seed=batching.seed or 0, labels=labels)
     if stats is None:
         train = rows[splits_lib.TRAIN]
         if len(train) == 0:
@@ -191,7 +185,7 @@ def from_table(
         parts=parts,
         input_shape=input_shape,
         num_classes=None if classes is None else len(classes),
-        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
+        batching=batching,
         stats=stats,
         feature_names=tuple(stats.feature_names),
         target=target,

@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from zoo.data import splits as splits_lib
-from zoo.data.batches import Batching, Preprocess
+from zoo.data.batches import Batching, Preprocess, takes_batching
 from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -110,12 +110,12 @@ class SeriesData(SplitData):
         return y[..., 0] if len(self.target_columns) == 1 else y
 
 
+@takes_batching(batch_size=32)
 def from_series(
     values,
     window: int,
     horizon: int = 1,
     *,
-    batch_size: int = 32,
     validation_split: float = 0.15,
     test_split: float = 0.15,
     targets: Optional[Sequence] = None,
@@ -123,12 +123,8 @@ def from_series(
     normalize: bool = True,
     stride: int = 1,
     name: str = "series",
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     raw: bool = False,
+    batching: Batching,
 ) -> SeriesData:
     """A 1-D or multivariate series as batched ``(x, y)`` forecasting windows.
 
@@ -187,7 +183,7 @@ def from_series(
         parts=parts,
         input_shape=(window, array.shape[1]),
         num_classes=None,
-        batching=Batching(batch_size, shuffle, seed, cache, drop_remainder, repeat),
+        batching=batching,
         preprocess=_windows(normalized, window, horizon, target_columns, seq2seq),
         window=int(window),
         horizon=int(horizon),

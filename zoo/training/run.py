@@ -88,6 +88,10 @@ def train(config: TrainConfig, data=None) -> TrainResult:
 
         data = own_data.read(config)
     if data is not None:
+        if backend not in data.kind.backends(data):
+            raise ZooError(f"{data.path}: this {data.kind} data trains on the {' or '.join(data.kind.backends(data))} "
+                           f"backend only, not {backend}: its model takes strings ({data.raw_input.describe()}), and "
+                           f"strings flow through TensorFlow tensors only. Use --backend tensorflow.")
         info = data.dataset_info()
     else:
         info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
