@@ -11,6 +11,8 @@
 4. writes the same images and labels as one arrays file, ``<data_dir>/zoo_arrays/mnist-1.2.6.npz``
    (uint8 ``(n, 28, 28, 1)`` images and labels per split), which JAX and PyTorch runs read
    without TFDS or TensorFlow (:func:`read_arrays`). Without TensorFlow installed, step 3 is skipped.
+   The examples are in the TFDS dataset's order (:func:`tfds_order`), so a split such as
+   ``train[:512]`` holds the same images on every backend.
 
 Afterwards ``tfds.load("mnist", data_dir=data_dir, download=False)`` and
 ``tfds.builder_from_directory`` work, and zoo reads it like any TFDS dataset.
@@ -166,8 +168,24 @@ def arrays_path(data_dir: str) -> str:
     return os.path.join(data_dir, "zoo_arrays", f"{NPM_PACKAGE}-{NPM_VERSION}.npz")
 
 
+def tfds_order(split: str, n: int) -> np.ndarray:
+    """The order TFDS writes the examples of `split` in: keys 0..n-1 (what `LocalMNIST` yields) sorted by
+    the MD5 of the split name followed by the key (`tensorflow_datasets/core/hashing.py`, `Hasher`)."""
+    import hashlib
+
+    salted = hashlib.md5(split.encode())
+
+    def key(i):
+        h = salted.copy()
+        h.update(str(i).encode())
+        return h.digest()  # big-endian bytes sort as TFDS's 128-bit integers do
+
+    return np.asarray(sorted(range(n), key=key), np.int64)
+
+
 def _idx_arrays(source: str) -> dict:
-    """``{split: Arrays((images uint8 (n, 28, 28, 1), labels uint8 (n,)))}`` from verified IDX files."""
+    """``{split: Arrays((images uint8 (n, 28, 28, 1), labels uint8 (n,)))}`` from verified IDX files, in the
+    TFDS dataset's order."""
     from zoo.data.memory import Arrays
 
     out = {}
@@ -175,7 +193,8 @@ def _idx_arrays(source: str) -> dict:
         x, y = read_idx(os.path.join(source, images)), read_idx(os.path.join(source, labels))
         if x.ndim != 3 or x.shape[1:] != (28, 28) or y.shape != x.shape[:1]:
             raise ZooError(f"MNIST IDX shapes do not match: images {x.shape}, labels {y.shape}.")
-        out[split] = Arrays((np.ascontiguousarray(x[..., None]), y.copy()))
+        order = tfds_order(split, len(y))
+        out[split] = Arrays((np.ascontiguousarray(x[order][..., None]), y[order]))
     return out
 
 

@@ -151,6 +151,9 @@ class ResumableBackup(keras.callbacks.Callback):
         with np.load(self.path) as data:
             meta = json.loads(str(data["meta"]))
             values = [data[f"v{i}"] for i in range(meta["count"])]
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is not None and not optimizer.built:  # Keras builds it at the first step otherwise
+            optimizer.build(model.trainable_variables)
         variables = self._state_variables(model)
         shapes = [tuple(v.shape) for v in variables]
         if len(values) != len(variables) or any(tuple(a.shape) != s for a, s in zip(values, shapes)):
