@@ -1,17 +1,24 @@
-"""train_step features: each against an independent reference, composed, and on 2 replicas."""
+"""train_step features: each against an independent reference, composed, and on 2 replicas.
+
+Backend-neutral: the references come from the backend's own autodiff (`tests.backends.autodiff`),
+and `tests/test_backends.py` runs this file again on JAX and PyTorch. The 2-replica tests need
+`tf.distribute` and run on TensorFlow only.
+"""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import zoo
-import zoo.data
-from zoo.training import distribute
+from tests.backends.autodiff import backend, global_norm, loss_and_grads, numpy
 from zoo.training import TrainConfig, features as F
 from zoo.training.features import checkpointing
 
 N = 64
+tensorflow_only = pytest.mark.skipif(backend() != "tensorflow", reason="tf.distribute replicas: TensorFlow only")
+# JAX users train jitted (Keras's default there); TensorFlow's graph and PyTorch's eager step need no XLA.
+JIT = backend() == "jax"
 
 
 def _data(seed=0, n=N, shape=(28, 28, 1)):
@@ -27,34 +34,34 @@ def _init(name="mlp", **overrides):
 MLP = dict(width=16, depth=1, dropout=0.0)
 
 
-def _model(feats=(), weights=None, strategy=None, lr=0.1, name="mlp", overrides=MLP, optimizer=None):
-    with (strategy or tf.distribute.get_strategy()).scope():
+def _model(feats=(), weights=None, strategy=None, lr=0.1, name="mlp", overrides=MLP, optimizer=None, jit=JIT):
+    import contextlib
+
+    with strategy.scope() if strategy else contextlib.nullcontext():
         model = zoo.build(name, **overrides)
         if weights is not None:
             model.set_weights(weights)
         model.compile(optimizer or keras.optimizers.SGD(lr), "sparse_categorical_crossentropy", metrics=["accuracy"],
-                      jit_compile=False, features=list(feats))
+                      jit_compile=jit, features=list(feats))
     return model
-
-
-def _grads(model, x, y):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, model(x, training=True)))
-    return loss, tape.gradient(loss, model.trainable_variables)
 
 
 def _max_diff(a, b):
     return max(float(np.abs(p - q).max()) for p, q in zip(a, b))
 
 
+def _weights(variables):
+    return [numpy(v) for v in variables]
+
+
 def test_accumulation_equals_one_large_batch():
     x, y = _data()
     init = _init(**MLP)
     accumulated = _model([F.GradientAccumulation(4)], init)
-    accumulated.fit(zoo.data.from_arrays(x, y, batch_size=16), epochs=1, verbose=0)
+    accumulated.fit(x, y, batch_size=16, shuffle=False, epochs=1, verbose=0)
     big = _model([], init)
-    big.fit(zoo.data.from_arrays(x, y, batch_size=64), epochs=1, verbose=0)
-    assert int(accumulated.optimizer.iterations) == 1  # one update for 4 micro-batches
+    big.fit(x, y, batch_size=64, shuffle=False, epochs=1, verbose=0)
+    assert int(numpy(accumulated.optimizer.iterations)) == 1  # one update for 4 micro-batches
     assert _max_diff(accumulated.get_weights(), big.get_weights()) < 1e-5
 
 
@@ -68,13 +75,13 @@ def test_accumulation_below_one_is_rejected():
 def test_clipping_matches_a_hand_clipped_step():
     x, y = _data()
     model = _model([F.ClipByGlobalNorm(0.05)], _init(**MLP))
-    before = [w.numpy() for w in model.trainable_variables]
-    _, grads = _grads(model, x, y)
-    norm = tf.linalg.global_norm(grads).numpy()
+    before = _weights(model.trainable_variables)
+    _, grads = loss_and_grads(model, x, y)
+    norm = global_norm(grads)
     assert norm > 0.05  # the clip is active
     model.train_on_batch(x, y)
-    for w0, g, w1 in zip(before, grads, model.trainable_variables):
-        np.testing.assert_allclose(w1.numpy(), w0 - 0.1 * g.numpy() * 0.05 / norm, atol=1e-6)
+    for w0, g, w1 in zip(before, grads, _weights(model.trainable_variables)):
+        np.testing.assert_allclose(w1, w0 - 0.1 * g * 0.05 / norm, atol=1e-6)
 
 
 def test_sam_step_matches_hand_computed_reference():
@@ -82,15 +89,15 @@ def test_sam_step_matches_hand_computed_reference():
     rho, lr = 0.05, 0.1
     model = _model([F.SAM(rho)], _init(**MLP), lr=lr)
     reference = _model([], model.get_weights())
-    w0 = [w.numpy() for w in reference.trainable_variables]
-    _, g = _grads(reference, x, y)
-    norm = tf.linalg.global_norm(g).numpy()
+    w0 = _weights(reference.trainable_variables)
+    _, g = loss_and_grads(reference, x, y)
+    norm = global_norm(g)
     for v, gi in zip(reference.trainable_variables, g):
-        v.assign_add(rho * gi / norm)
-    _, g_sharp = _grads(reference, x, y)
+        v.assign(numpy(v) + rho * gi / norm)
+    _, g_sharp = loss_and_grads(reference, x, y)
     model.train_on_batch(x, y)
-    for w, gi, w1 in zip(w0, g_sharp, model.trainable_variables):
-        np.testing.assert_allclose(w1.numpy(), w - lr * gi.numpy(), atol=1e-6)
+    for w, gi, w1 in zip(w0, g_sharp, _weights(model.trainable_variables)):
+        np.testing.assert_allclose(w1, w - lr * gi, atol=1e-6)
 
 
 def test_distillation_loss_is_alpha_ce_plus_t2_kl():
@@ -99,7 +106,7 @@ def test_distillation_loss_is_alpha_ce_plus_t2_kl():
     teacher = zoo.build("mlp", width=8, depth=1, dropout=0.0)
     alpha, temperature = 0.3, 2.0
     model = _model([F.Distillation(teacher, alpha, temperature)], _init(**MLP), lr=1e-9)
-    p_s, p_t = model(x, training=True).numpy().astype(np.float64), teacher(x).numpy().astype(np.float64)
+    p_s, p_t = numpy(model(x, training=True)).astype(np.float64), numpy(teacher(x)).astype(np.float64)
     ce = -np.log(p_s[np.arange(N), y]).mean()
 
     def tempered(p):
@@ -132,10 +139,10 @@ def test_mixed_float16_skips_overflowing_steps_and_keeps_float32_master_weights(
     model.train_on_batch(x, y)
     scaler = next(f for f in model.train_features if isinstance(f, F.LossScaling))
     assert _max_diff(before, model.get_weights()) == 0  # no update on the overflowing step
-    assert int(model.optimizer.iterations) == 0 and float(scaler.scale.numpy()) == 2.0**39  # halved
+    assert int(numpy(model.optimizer.iterations)) == 0 and float(numpy(scaler.scale)) == 2.0**39  # halved
     for _ in range(30):  # the scale falls until the gradients fit in float16, then updates resume
         model.train_on_batch(x, y)
-    assert int(model.optimizer.iterations) > 0 and _max_diff(before, model.get_weights()) > 0
+    assert int(numpy(model.optimizer.iterations)) > 0 and _max_diff(before, model.get_weights()) > 0
     assert np.isfinite(np.concatenate([w.ravel() for w in model.get_weights()])).all()
 
 
@@ -151,22 +158,24 @@ def test_mixed_bfloat16_trains_with_float32_master_weights():
 
 
 def test_mixup_and_cutmix_mix_neighbours_with_the_reported_ratio():
-    x = tf.constant(np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8, 1))
-    y = tf.constant([0, 1, 2, 3])
+    images = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8, 1)
+    x, y = ops.convert_to_tensor(images), ops.convert_to_tensor(np.array([0, 1, 2, 3], "int32"))
     model = None  # the mixing does not look at the model
     mix = F.Mixup(0.4, seed=3)
-    out = mix.transform_batch(model, F.Batch(x, y), tf.constant(5))
+    out = mix.transform_batch(model, F.Batch(x, y), ops.convert_to_tensor(5))
     other, lam = out.mix
-    lam = float(lam)
-    assert 0 < lam < 1 and other.numpy().tolist() == [1, 0, 3, 2]
-    np.testing.assert_allclose(out.x.numpy(), lam * x.numpy() + (1 - lam) * x.numpy()[[1, 0, 3, 2]], rtol=1e-6)
-    again = mix.transform_batch(model, F.Batch(x, y), tf.constant(5))
-    assert float(again.mix[1]) == lam  # stateless: the same step mixes the same way (resume, replicas)
+    lam = float(numpy(lam))
+    assert 0 < lam < 1 and numpy(other).tolist() == [1, 0, 3, 2]
+    np.testing.assert_allclose(numpy(out.x), lam * images + (1 - lam) * images[[1, 0, 3, 2]], rtol=1e-6)
+    again = mix.transform_batch(model, F.Batch(x, y), ops.convert_to_tensor(5))
+    assert float(numpy(again.mix[1])) == lam  # stateless: the same step mixes the same way (resume, replicas)
+    other_step = mix.transform_batch(model, F.Batch(x, y), ops.convert_to_tensor(6))
+    assert float(numpy(other_step.mix[1])) != lam  # ... and another step another way
 
-    cut = F.CutMix(1.0, seed=3).transform_batch(model, F.Batch(x, y), tf.constant(7))
-    from_neighbour = cut.x.numpy() == x.numpy()[[1, 0, 3, 2]]
-    kept = (cut.x.numpy() == x.numpy()).mean()
-    assert from_neighbour.any() and kept == pytest.approx(float(cut.mix[1]))
+    cut = F.CutMix(1.0, seed=3).transform_batch(model, F.Batch(x, y), ops.convert_to_tensor(7))
+    from_neighbour = numpy(cut.x) == images[[1, 0, 3, 2]]
+    kept = (numpy(cut.x) == images).mean()
+    assert from_neighbour.any() and kept == pytest.approx(float(numpy(cut.mix[1])))
 
 
 def test_ema_tracks_the_weights_and_is_swapped_in_for_evaluation():
@@ -174,39 +183,36 @@ def test_ema_tracks_the_weights_and_is_swapped_in_for_evaluation():
     decay = 0.5
     model = _model([F.EMA(decay)], _init(**MLP))
     ema = model.train_features[0]
-    expected = [w.numpy() for w in model.trainable_variables]
+    expected = _weights(model.trainable_variables)
     for i in range(3):
         model.train_on_batch(x[i * 16:(i + 1) * 16], y[i * 16:(i + 1) * 16])
-        expected = [decay * e + (1 - decay) * w.numpy() for e, w in zip(expected, model.trainable_variables)]
-    assert _max_diff([a.numpy() for a in ema.averages], expected) < 1e-6
-    training = [w.numpy() for w in model.trainable_variables]
+        expected = [decay * e + (1 - decay) * w for e, w in zip(expected, _weights(model.trainable_variables))]
+    assert _max_diff(_weights(ema.averages), expected) < 1e-6
+    training = _weights(model.trainable_variables)
     callback = ema.callbacks()[0]
     callback.set_model(model)
     callback.on_test_begin()
-    assert _max_diff([w.numpy() for w in model.trainable_variables], expected) < 1e-6
+    assert _max_diff(_weights(model.trainable_variables), expected) < 1e-6
     callback.on_test_end()
-    assert _max_diff([w.numpy() for w in model.trainable_variables], training) == 0
+    assert _max_diff(_weights(model.trainable_variables), training) == 0
 
 
 def test_gradient_checkpointing_gives_the_plain_gradients():
+    resnet = zoo.build("resnet20", input_shape=(16, 16, 3))
+    assert len(checkpointing.cut_points(resnet)) >= 9  # a cut after every residual block
+    assert len(checkpointing.segment_models(resnet)) > 2
     keras.utils.set_random_seed(0)
-    model = zoo.build("resnet20", input_shape=(16, 16, 3))
-    segments = checkpointing.segment_models(model)
-    assert len(checkpointing.cut_points(model)) >= 9 and len(segments) > 2  # a cut after every residual block
-    x = tf.random.stateless_uniform((4, 16, 16, 3), seed=(1, 2))
-    y = tf.constant([0, 1, 2, 3])
+    # Batch norm inside the recomputed segments, in training mode (JAX rematerializes them as pure functions).
+    model = zoo.build("convnet_bn", input_shape=(16, 16, 3), dropout=0.0)
+    x = np.random.default_rng(1).random((4, 16, 16, 3), dtype=np.float32)
+    y = np.array([0, 1, 2, 3], "int32")
     feature = F.GradientCheckpointing()
     feature.build(model)
+    assert len(feature._segments) > 2
     forward = feature.wrap_forward(model, lambda t, training: model(t, training=training))
-
-    def grads(fn):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, fn(x, training=False)))
-        return tape.gradient(loss, model.trainable_variables)
-
-    plain = grads(lambda t, training: model(t, training=training))
-    recomputed = grads(forward)
-    assert _max_diff([g.numpy() for g in plain], [g.numpy() for g in recomputed]) < 1e-5
+    _, plain = loss_and_grads(model, x, y)
+    _, recomputed = loss_and_grads(model, x, y, forward=forward)
+    assert _max_diff(plain, recomputed) < 1e-5
 
 
 FEATURE_SETS = {
@@ -221,8 +227,12 @@ FEATURE_SETS = {
 }
 
 
+@tensorflow_only
 @pytest.mark.parametrize("feature_set", sorted(FEATURE_SETS))
 def test_two_replica_mirrored_equals_one_device(feature_set):
+    import zoo.data
+    from zoo.training import distribute
+
     mirrored = distribute.strategy("mirrored")
     assert mirrored.num_replicas_in_sync == 2
     x, y = _data(2, n=64, shape=(16, 16, 1))
@@ -233,7 +243,7 @@ def test_two_replica_mirrored_equals_one_device(feature_set):
     for strategy in (None, mirrored):
         model = _model(FEATURE_SETS[feature_set](teacher), init, strategy, name="lenet5", overrides=dict(input_shape=(16, 16, 1)))
         history = model.fit(zoo.data.from_arrays(x, y, batch_size=16), epochs=1, verbose=0).history
-        extra = [a.numpy() for f in model.train_features for a in getattr(f, "averages", [])]
+        extra = [numpy(a) for f in model.train_features for a in getattr(f, "averages", [])]
         results.append((history["loss"], model.get_weights() + extra))
     (loss1, w1), (loss2, w2) = results
     np.testing.assert_allclose(loss2, loss1, rtol=1e-5)
@@ -248,6 +258,7 @@ def test_features_are_switchable_from_a_config():
     assert F.from_config(TrainConfig()) == []
 
 
+@pytest.mark.skipif(backend() != "tensorflow", reason="the command line checks flags before any backend runs")
 @pytest.mark.parametrize(
     "args, message",
     [

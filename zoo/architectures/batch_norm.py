@@ -25,7 +25,6 @@ a (128, 512) batch the fused kernel's fixed cost outweighs its saving
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 
 FUSED_RANKS = (3, 4, 5)
 
@@ -54,6 +53,8 @@ class BatchNormalization(keras.layers.BatchNormalization):
     def call(self, inputs, training=None, mask=None):
         if not self.fusable(inputs, training, mask):
             return super().call(inputs, training=training, mask=mask)
+        import tensorflow as tf  # fusable holds only on the TensorFlow backend
+
         # As the parent: statistics and normalisation in float32 whatever the input dtype.
         x = tf.cast(inputs, tf.float32)
         rank = len(inputs.shape)

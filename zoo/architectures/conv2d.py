@@ -21,7 +21,6 @@ undilated, channels-last convolution takes the matmul.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -45,6 +44,8 @@ class Conv2D(keras.layers.Conv2D):
     def call(self, inputs, training=None):
         if not self.takes_matmul(inputs, training):
             return super().call(inputs)
+        import tensorflow as tf  # takes_matmul holds only on the TensorFlow backend
+
         channels = inputs.shape[-1]
         kernel = tf.reshape(tf.convert_to_tensor(self.kernel), (channels, self.filters))
         outputs = tf.matmul(tf.reshape(inputs, (-1, channels)), kernel)

@@ -37,7 +37,6 @@ import functools
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 
 def _same_padding_before(size: int, out: int, kernel: int, stride: int, dilation: int) -> int:
@@ -69,6 +68,7 @@ def tap_selection(in_hw: tuple, out_hw: tuple, kernel: tuple, strides: tuple, di
 
 def depthwise_conv2d_gram(x, kernel, strides: tuple, padding: str, dilation: tuple):
     """`tf.nn.depthwise_conv2d(x, kernel)` (NHWC) whose gradients are the gram matmuls above."""
+    import tensorflow as tf  # the TensorFlow backend's fast path only
     _, h, w, channels = x.shape
     kh, kw, _, multiplier = kernel.shape
     tf_padding = padding.upper()
@@ -126,6 +126,8 @@ class DepthwiseConv2D(keras.layers.DepthwiseConv2D):
     def call(self, inputs, training=None):
         if not self.takes_gram_gradient(inputs, training):
             return super().call(inputs)
+        import tensorflow as tf  # takes_gram_gradient holds only on the TensorFlow backend
+
         kernel = tf.convert_to_tensor(self.kernel)  # the read (autocast under mixed precision) stays outside
         outputs = depthwise_conv2d_gram(inputs, kernel, self.strides, self.padding, self.dilation_rate)
         if self.use_bias:

@@ -24,9 +24,8 @@ Measured by `zoo benchmark training` (zoo's fit against stock Keras, same weight
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 
-FUSED_DTYPES = (tf.float32, tf.float64)
+FUSED_DTYPES = ("float32", "float64")
 
 
 def _tf_variable(variable):
@@ -40,12 +39,14 @@ class _FusedAdamUpdate:
 
     def fuses(self, gradient, variable) -> bool:
         """True where the update takes the fused kernel (and computes what the parent would)."""
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return False  # other backends: Keras's update, written in keras.ops
+        import tensorflow as tf
+
         return (
-            keras.backend.backend() == "tensorflow"
-            and not self.amsgrad
-            and not isinstance(gradient, tf.IndexedSlices)
+            not isinstance(gradient, tf.IndexedSlices)
             and not tf.distribute.has_strategy()
-            and _tf_variable(variable).dtype in FUSED_DTYPES
+            and _tf_variable(variable).dtype.name in FUSED_DTYPES
         )
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
@@ -57,6 +58,8 @@ class _FusedAdamUpdate:
 
     def _scalars(self, dtype, learning_rate):
         """(beta_1 ** t, beta_2 ** t, lr, beta_1, beta_2, epsilon) in `dtype`, t = iterations + 1 as Keras counts."""
+        import tensorflow as tf
+
         cache = self._step_scalars
         if cache is not None and dtype in cache:
             return cache[dtype]
@@ -71,6 +74,8 @@ class _FusedAdamUpdate:
     def update_step(self, gradient, variable, learning_rate):
         if not self.fuses(gradient, variable):
             return super().update_step(gradient, variable, learning_rate)
+        import tensorflow as tf
+
         var = _tf_variable(variable)
         index = self._get_variable_index(variable)
         m, v = _tf_variable(self._momentums[index]), _tf_variable(self._velocities[index])
@@ -85,6 +90,8 @@ class _FusedAdamUpdate:
         fused = [v for v in variables if self.fuses(None, v)]
         if len(fused) < len(variables):  # a strategy in scope or other dtypes: the parent's path for all
             return super()._apply_weight_decay(variables)
+        import tensorflow as tf
+
         for variable in fused:
             if self._use_weight_decay(variable):
                 var = _tf_variable(variable)

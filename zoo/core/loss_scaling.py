@@ -11,9 +11,9 @@ is mixed_float16), whether or not the training package is used.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-from zoo.core.train_step import TrainFeature, state_variable
+from zoo.core.train_step import TrainFeature, select, state_variable
 
 
 class LossScaling(TrainFeature):
@@ -35,25 +35,26 @@ class LossScaling(TrainFeature):
         self._finite = self._window_done = None
 
     def scale_loss(self, loss):
-        return loss * tf.cast(self.scale, loss.dtype)
+        return loss * ops.cast(self.scale, loss.dtype)
 
     def unscale_gradients(self, grads):
-        return [None if g is None else tf.cast(g, tf.float32) / self.scale for g in grads]
+        return [None if g is None else ops.cast(g, "float32") / self.scale for g in grads]
 
     def gate(self, model, grads, ready):
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads if g is not None])
+        finite = ops.all(ops.stack([ops.all(ops.isfinite(g)) for g in grads if g is not None]))
         # `ready` says whether this step ends an update (false mid-accumulation): the scale
         # only changes when an update is applied or skipped.
         self._finite, self._window_done = finite, ready
-        return grads, tf.logical_and(ready, finite)
+        return grads, ops.logical_and(ready, finite)
 
     def after_update(self, model, applied, ready):
         finite, done = self._finite, self._window_done
-        grow = tf.logical_and(finite, tf.equal(self._good_steps + 1, self.growth_steps))
-        new_scale = tf.where(finite, tf.where(grow, self.scale * 2.0, self.scale), self.scale / 2.0)
-        new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), self._good_steps + 1, tf.zeros_like(self._good_steps))
-        self.scale.assign(tf.where(done, new_scale, self.scale))
-        self._good_steps.assign(tf.where(done, new_good, self._good_steps))
+        scale, good = self.scale.value, self._good_steps.value
+        grow = ops.logical_and(finite, ops.equal(good + 1, self.growth_steps))
+        new_scale = ops.where(finite, ops.where(grow, scale * 2.0, scale), scale / 2.0)
+        new_good = ops.where(ops.logical_and(finite, ops.logical_not(grow)), good + 1, ops.zeros_like(good))
+        self.scale.assign(select(done, new_scale, scale))
+        self._good_steps.assign(select(done, new_good, good))
 
     def state_variables(self):
         return [self.scale, self._good_steps]

@@ -1,16 +1,12 @@
 """`ZooModel`: the model base every registry model is built on (below the architectures and training).
 
-It overrides `train_step` and `test_step` with an explicit
-`tf.GradientTape` and runs the composable features of
+It overrides `train_step` and `test_step` and runs the composable features of
 `zoo.training.features` (accumulation, clipping, loss scaling, SAM,
 distillation, mixup/cutmix, EMA, gradient checkpointing) in one fixed
-pipeline; see `zoo/core/train_step.py` for the stages.
-
-It keeps the reported loss correct under `tf.distribute`: Keras'
-`compute_loss` divides the loss by the number of replicas (so that summing
-gradients across replicas gives the global mean), and the value given to
-the loss metric must be multiplied back, or a 2-replica run would report
-half the loss of a one-device run.
+pipeline; see `zoo/core/train_step.py` for the stages. The pipeline
+(`_train_program`) is written once in `keras.ops`; how it is differentiated and
+run is the backend's (`zoo.core.trainers`: TensorFlow, JAX, PyTorch), so one
+class, one config and one `.keras` file serve every backend.
 """
 
 from __future__ import annotations
@@ -18,22 +14,17 @@ from __future__ import annotations
 import warnings
 
 import keras
-import tensorflow as tf
+from keras import ops
 
+from zoo.core import trainers
 from zoo.core.loss_scaling import LossScaling
-from zoo.core.train_step import Batch, all_reduce_sum, num_replicas, state_variable
-
-
-def unscale_for_distribution(loss):
-    """Undoes Keras' per-replica `1 / num_replicas_in_sync` loss scaling."""
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return loss * tf.cast(replicas, loss.dtype) if replicas > 1 else loss
+from zoo.core.train_step import Batch, state_variable
 
 
 def batch_size_of(x):
     """The batch size of a (possibly nested) input, as a tensor."""
-    first = next(t for t in tf.nest.flatten(x) if t is not None)
-    return tf.shape(first)[0]
+    first = next(t for t in keras.tree.flatten(x) if t is not None)
+    return ops.shape(first)[0]
 
 
 def inner_optimizer(optimizer):
@@ -60,17 +51,17 @@ class RetraceGuard:
                 return "None"
             if not hasattr(t, "shape") or not hasattr(t, "dtype"):
                 return f"python {type(t).__name__} {t!r}"
-            return f"{tf.as_dtype(t.dtype).name}{list(t.shape)}"
+            return f"{keras.backend.standardize_dtype(t.dtype)}{list(t.shape)}"
 
-        return str(tf.nest.map_structure(describe, data))
+        return str(keras.tree.map_structure(describe, data, none_is_leaf=True))
 
-    def record(self, data) -> None:
-        graph = tf.compat.v1.get_default_graph()
-        if tf.executing_eagerly() or id(graph) in self.signatures:
+    def record(self, key, data) -> None:
+        """Counts the trace `key` (the backend's, `None` when nothing is traced) of a step on `data`."""
+        if key is None or key in self.signatures:
             return  # eager, or another replica of the same trace
         previous = list(self.signatures.values())[-1] if self.signatures else None
         current = self.signature(data)
-        self.signatures[id(graph)] = current
+        self.signatures[key] = current
         count = len(self.signatures)
         if count <= self.limit:
             return
@@ -102,8 +93,11 @@ class _TrainPlan:
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ValueError(f"Each train_step feature can be given once. Received {duplicated[0]!r} twice: {features}")
+        backend = keras.backend.backend()
+        for f in features:
+            f.check_backend(backend)
         self.features = features
-        with model.distribute_strategy.scope():
+        with _state_scope(model):
             self.step = state_variable((), "int64", name="zoo_train_step")
             for f in features:
                 f.build(model)
@@ -116,15 +110,25 @@ class _TrainPlan:
         return [c for f in self.features for c in f.callbacks()]
 
 
+def _state_scope(model):
+    """Where step state is created: the model's `tf.distribute` strategy on TensorFlow, else as it stands
+    (under `keras.distribution`, variables are laid out by the distribution set globally)."""
+    import contextlib
+
+    strategy = getattr(model, "distribute_strategy", None)
+    return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
 @keras.saving.register_keras_serializable(package="zoo")
-class ZooModel(keras.Model):
-    """A functional `keras.Model` with the zoo's own train and test steps.
+class ZooModel(trainers.for_backend(), keras.Model):
+    """A functional `keras.Model` with the zoo's own train and test steps, on every Keras backend.
 
     Build it like any functional model, `ZooModel(inputs, outputs,
     name=...)`; registry builders do this for you. It saves to `.keras`
     and loads back with `safe_mode=True` (it is registered as
-    `zoo>ZooModel`). `compile(..., features=[...])` switches on train_step
-    features (`zoo.training.features`).
+    `zoo>ZooModel`), on the backend it was trained on or another.
+    `compile(..., features=[...])` switches on train_step features
+    (`zoo.training.features`).
     """
 
     # What the model is for (task, classes, raw input): `zoo.deploy.metadata`. Saved with the config.
@@ -146,6 +150,7 @@ class ZooModel(keras.Model):
 
     def compile(self, *args, features=(), **kwargs):
         super().compile(*args, **kwargs)
+        self._zoo_check_trainable()
         self.retrace_guard = RetraceGuard()
         self.set_features(features)
 
@@ -169,8 +174,8 @@ class ZooModel(keras.Model):
         self._zoo_plan = _TrainPlan(self, features)
         optimizer = inner_optimizer(self.optimizer)
         if optimizer is not None and not optimizer.built:
-            with self.distribute_strategy.scope():
-                optimizer.build(self.trainable_variables)  # before tracing: never inside a tf.cond branch
+            with _state_scope(self):
+                optimizer.build(self.trainable_variables)  # before tracing: never inside a conditional branch
         self.train_function = None
 
     @property
@@ -188,15 +193,15 @@ class ZooModel(keras.Model):
         plan = getattr(self, "_zoo_plan", None)
         return plan.callbacks() if plan else []
 
-    # -- the step -------------------------------------------------------------------------------
+    # -- the step, written once (the backend's `Steps` runs and differentiates it) ------------------
 
-    def train_step(self, data):
+    def _train_program(self, data):
         plan = getattr(self, "_zoo_plan", None)
         if plan is None:  # compiled through keras.Model.compile directly
             plan = self._zoo_plan = _TrainPlan(self, [])
         guard = getattr(self, "retrace_guard", None)
         if guard is not None:
-            guard.record(data)
+            guard.record(self._zoo_retrace_key(data), data)
         features = plan.features
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         batch = Batch(x, y, sample_weight)
@@ -210,7 +215,7 @@ class ZooModel(keras.Model):
             forward = f.wrap_forward(self, forward)
 
         def loss_fn(b, y_pred):
-            # Already divided by the replica count (see module docstring).
+            # On TensorFlow, already divided by the replica count (see zoo.core.trainers.tensorflow).
             loss = self.compute_loss(x=b.x, y=b.y, y_pred=y_pred, sample_weight=b.sample_weight, training=True)
             if b.mix is not None:
                 other, lam = b.mix
@@ -225,15 +230,17 @@ class ZooModel(keras.Model):
         variables = self.trainable_variables
 
         def grad_fn(b):
-            with tf.GradientTape() as tape:
+            def compute():
                 y_pred = forward(b.x, True)
                 loss = loss_fn(b, y_pred)
                 scaled = optimizer.scale_loss(loss)  # a static loss_scale_factor, if set; apply() undoes it
                 for f in features:
                     scaled = f.scale_loss(scaled)
-            grads = tape.gradient(scaled, variables)
+                return scaled, (loss, y_pred)
+
+            (loss, y_pred), grads = self._zoo_gradients(compute, variables)
             if plan.global_gradients:
-                grads = _all_reduce(grads)
+                grads = self._zoo_all_reduce(grads)
                 for f in features:
                     grads = f.unscale_gradients(grads)
             return loss, y_pred, grads
@@ -243,21 +250,21 @@ class ZooModel(keras.Model):
         loss, y_pred, grads = grad_fn(batch)
 
         if not plan.global_gradients:
-            optimizer.apply(grads, variables)  # the optimizer all-reduces across replicas
-            applied = ready = tf.constant(True)
+            optimizer.apply(grads, variables)  # on TensorFlow the optimizer all-reduces across replicas
+            applied = ready = True
         else:
-            ready = tf.constant(True)
+            ready = True
             for f in features:
                 grads, ready = f.gate(self, grads, ready)
             for f in features:
                 grads = f.transform_gradients(self, grads)
-            applied = _apply_if(optimizer, ready, grads, variables)
+            applied = self._zoo_apply_if(optimizer, ready, grads, variables)
         for f in features:
             f.after_update(self, applied, ready)
         plan.step.assign_add(1)
         return self._report(loss, batch.x, batch.y, y_pred, batch.sample_weight)
 
-    def test_step(self, data):
+    def _test_program(self, data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
         loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
@@ -266,46 +273,6 @@ class ZooModel(keras.Model):
     def _report(self, loss, x, y, y_pred, sample_weight):
         """Updates the loss metric with the unscaled loss, then the compiled metrics."""
         # `_loss_tracker` is the Mean metric `compile()` creates and `metrics` reports as
-        # "loss"; Keras' own TF trainer updates it exactly like this.
-        self._loss_tracker.update_state(unscale_for_distribution(loss), sample_weight=batch_size_of(x))
+        # "loss"; Keras' own trainers update it exactly like this.
+        self._loss_tracker.update_state(self._zoo_unscale_loss(loss), sample_weight=batch_size_of(x))
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-
-
-def _all_reduce(grads):
-    """Global-batch gradients: the per-replica ones (already divided by the replica count) summed."""
-    present = [g for g in grads if g is not None]
-    reduced = iter(all_reduce_sum(present))
-    return [None if g is None else next(reduced) for g in grads]
-
-
-def _apply_if(optimizer, ready, grads, variables):
-    """Applies already all-reduced `grads` when `ready` (a bool tensor equal on every replica).
-
-    The optimizer sums gradients over replicas itself, so each replica passes
-    1/n of the global gradient. Under a strategy that needs `merge_call`, the
-    condition must be evaluated in cross-replica context: a `tf.cond` in a
-    replica context may not contain a merge_call (Keras' LossScaleOptimizer
-    does the same).
-    """
-    n = num_replicas()
-    share = [None if g is None else g / tf.cast(n, g.dtype) for g in grads] if n > 1 else grads
-
-    def apply_now(g):
-        optimizer.apply(g, variables)
-
-    if tf.get_static_value(ready) is True:
-        apply_now(share)
-        return ready
-    if tf.__internal__.distribute.strategy_supports_no_merge_call():
-        tf.cond(ready, lambda: (apply_now(share), tf.constant(True))[1], lambda: tf.constant(False))
-        return ready
-
-    def cross_replica(strategy, ready, g):
-        def run():
-            strategy.extended.call_for_each_replica(apply_now, args=(g,))
-            return tf.constant(True)
-
-        return tf.cond(strategy.experimental_local_results(ready)[0], run, lambda: tf.constant(False))
-
-    tf.distribute.get_replica_context().merge_call(cross_replica, args=(ready, share))
-    return ready

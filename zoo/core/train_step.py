@@ -18,6 +18,13 @@ depend on the order a user lists them in. Gradients a feature sees are the
 global-batch gradients (all-reduced across replicas, loss scale removed),
 so every feature gives the same result on one device and under
 `MirroredStrategy`.
+
+Features are written in `keras.ops` against Keras variables, so each runs on
+TensorFlow, JAX and PyTorch alike (`zoo.core.trainers` runs the step per
+backend); one that cannot declares the backends it runs on (`backends`) and is
+refused at `compile` on the others, by name. Two rules keep a feature portable:
+a condition is a select (`select`, `ops.where`), never a branch that assigns
+(JAX's branches cannot), and `ready`/`applied` may be a Python bool or a bool tensor.
 """
 
 from __future__ import annotations
@@ -26,7 +33,12 @@ import dataclasses
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+
+def on_tensorflow() -> bool:
+    """Whether Keras runs on TensorFlow, the only backend with `tf.distribute` replicas."""
+    return keras.backend.backend() == "tensorflow"
 
 
 @dataclasses.dataclass
@@ -45,6 +57,16 @@ class TrainFeature:
     name = "feature"
     order = 50
     needs_global_gradients = False  # True: the step all-reduces gradients before this feature sees them
+    backends = ("tensorflow", "jax", "torch")  # the Keras backends it runs on; compile refuses the others
+
+    def check_backend(self, backend: str) -> None:
+        """Refuses, naming this feature and `backend`, a backend the feature does not run on."""
+        if backend not in self.backends:
+            from zoo.errors import ZooError
+
+            raise ZooError(f"The {self.name!r} train_step feature does not run on the {backend!r} backend (it runs on "
+                           f"{', '.join(self.backends)}). Train on one of those (KERAS_BACKEND or `zoo train "
+                           f"--backend`), or leave the feature out.")
 
     def prepare_model(self, model: keras.Model) -> keras.Model:
         """Returns the model to train (called once, before `compile`); most features keep it."""
@@ -103,7 +125,7 @@ def state_variable(shape, dtype="float32", name="state", initializer="zeros"):
     """A non-trainable variable that can be assigned inside a replica context.
 
     `only_first_replica`: every replica computes the same value (the inputs are
-    all-reduced), so the first one's is kept.
+    all-reduced), so the first one's is kept. Outside `tf.distribute` the aggregation does nothing.
     """
     return keras.Variable(
         initializer=initializer, shape=shape, dtype=dtype, trainable=False, name=name,
@@ -112,6 +134,12 @@ def state_variable(shape, dtype="float32", name="state", initializer="zeros"):
 
 
 def num_replicas() -> int:
+    """Replicas of the `tf.distribute` strategy in scope; 1 on JAX and PyTorch, whose steps see the global
+    batch (a `keras.distribution.DataParallel` step is one program over the sharded batch)."""
+    if not on_tensorflow():
+        return 1
+    import tensorflow as tf
+
     return tf.distribute.get_strategy().num_replicas_in_sync
 
 
@@ -119,6 +147,8 @@ def all_reduce_sum(values):
     """Sums a list of tensors over replicas (identity on one replica)."""
     if num_replicas() == 1:
         return values
+    import tensorflow as tf
+
     ctx = tf.distribute.get_replica_context()
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, values)
 
@@ -126,11 +156,17 @@ def all_reduce_sum(values):
 def scale_for_distribution(loss):
     """Divides a per-replica mean loss by the replica count, as Keras' `compute_loss` does."""
     n = num_replicas()
-    return loss / tf.cast(n, loss.dtype) if n > 1 else loss
+    return loss / ops.cast(n, loss.dtype) if n > 1 else loss
 
 
 def add_to_variables(variables, deltas):
     """`v += d` for every pair, from a replica context, on every replica's copy."""
+    if num_replicas() == 1:
+        for v, d in zip(variables, deltas):
+            v.assign_add(ops.cast(d, v.dtype))
+        return
+    import tensorflow as tf
+
     if tf.__internal__.distribute.strategy_supports_no_merge_call():
         for v, d in zip(variables, deltas):
             v.assign_add(tf.cast(d, v.dtype))
@@ -145,4 +181,13 @@ def add_to_variables(variables, deltas):
 
 
 def global_norm(grads):
-    return tf.linalg.global_norm([tf.cast(g, tf.float32) for g in grads if g is not None])
+    """sqrt(sum of squares) over every gradient, in float32 (`tf.linalg.global_norm`'s definition)."""
+    squares = [ops.sum(ops.square(ops.cast(g, "float32"))) for g in grads if g is not None]
+    return ops.sqrt(ops.sum(ops.stack(squares))) if squares else ops.zeros((), "float32")
+
+
+def select(condition, new, old):
+    """`new` where the scalar `condition` holds, else `old` (a Python bool picks without an op)."""
+    if isinstance(condition, bool):
+        return new if condition else old
+    return ops.where(condition, new, ops.cast(old, new.dtype) if hasattr(new, "dtype") else old)

@@ -13,15 +13,17 @@ which the TFLite converter and onnxruntime's QDQ kernels share:
   Neural Networks for Efficient Integer-Arithmetic-Only Inference", Section 2.1,
   https://arxiv.org/abs/1712.05877).
 
-Both are TensorFlow's own `FakeQuantWithMinMaxVars[PerChannel]` ops, so the TFLite
-converter reads the ranges from the graph (its quantization-aware-training mode) and the
-gradients are the straight-through estimator (Bengio et al. 2013): identity inside the
-range, zero outside.
+Both go through `keras.quantizers.fake_quant_with_min_max_vars`: on TensorFlow it is
+TensorFlow's own `FakeQuantWithMinMaxVars[PerChannel]` op, so the TFLite converter reads the
+ranges from the graph (its quantization-aware-training mode); on JAX and PyTorch the same
+nudged arithmetic in `keras.ops`. The gradients are the straight-through estimator (Bengio
+et al. 2013): identity inside the range, zero outside.
 """
 
 from __future__ import annotations
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 NUM_BITS = 8
 WEIGHT_QMAX = 2 ** (NUM_BITS - 1) - 1  # 127: narrow range, symmetric
@@ -33,33 +35,28 @@ def fake_quant_per_channel(weights, axis: int = -1):
     The range follows the weights (the last value, not an average): what the converter
     will quantize them to. It is held constant for the gradient (straight-through).
     """
-    w = tf.convert_to_tensor(weights)
-    rank = w.shape.rank
-    axis = axis % rank
-    if axis != rank - 1:  # the op quantizes along the last axis
-        perm = [i for i in range(rank) if i != axis] + [axis]
-        inverse = [perm.index(i) for i in range(rank)]
-        return tf.transpose(fake_quant_per_channel(tf.transpose(w, perm), -1), inverse)
-    bound = tf.stop_gradient(tf.reduce_max(tf.abs(tf.reshape(w, [-1, tf.shape(w)[-1]])), axis=0))
-    bound = tf.maximum(bound, 1e-8)  # an all-zero channel stays zero
-    return tf.quantization.fake_quant_with_min_max_vars_per_channel(
-        w, -bound, bound, num_bits=NUM_BITS, narrow_range=True
-    )
+    w = ops.convert_to_tensor(weights)
+    axis = axis % len(w.shape)
+    others = tuple(i for i in range(len(w.shape)) if i != axis)
+    bound = ops.stop_gradient(ops.max(ops.abs(w), axis=others))
+    bound = ops.maximum(bound, 1e-8)  # an all-zero channel stays zero
+    return keras.quantizers.fake_quant_with_min_max_vars(w, -bound, bound, num_bits=NUM_BITS, narrow_range=True,
+                                                         axis=axis)
 
 
 def fake_quant_symmetric(weights):
     """Symmetric per-tensor fake quantization of `weights` (narrow range, zero point 0)."""
-    w = tf.convert_to_tensor(weights)
-    bound = tf.maximum(tf.stop_gradient(tf.reduce_max(tf.abs(w))), 1e-8)
-    return tf.quantization.fake_quant_with_min_max_vars(w, -bound, bound, num_bits=NUM_BITS, narrow_range=True)
+    w = ops.convert_to_tensor(weights)
+    bound = ops.maximum(ops.stop_gradient(ops.max(ops.abs(w))), 1e-8)
+    return keras.quantizers.fake_quant_with_min_max_vars(w, -bound, bound, num_bits=NUM_BITS, narrow_range=True)
 
 
 def fake_quant_per_tensor(x, minimum, maximum):
     """Asymmetric per-tensor fake quantization of an activation to [minimum, maximum] (nudged to include 0)."""
     # The range always holds 0 (so that zero padding and ReLU are exact), and is never empty.
-    minimum = tf.minimum(tf.cast(minimum, tf.float32), 0.0)
-    maximum = tf.maximum(tf.maximum(tf.cast(maximum, tf.float32), 0.0), minimum + 1e-6)
-    return tf.quantization.fake_quant_with_min_max_vars(x, minimum, maximum, num_bits=NUM_BITS, narrow_range=False)
+    minimum = ops.minimum(ops.cast(minimum, "float32"), 0.0)
+    maximum = ops.maximum(ops.maximum(ops.cast(maximum, "float32"), 0.0), minimum + 1e-6)
+    return keras.quantizers.fake_quant_with_min_max_vars(x, minimum, maximum, num_bits=NUM_BITS, narrow_range=False)
 
 
 def activation_scale_and_zero_point(minimum: float, maximum: float) -> tuple[float, int]:

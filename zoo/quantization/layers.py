@@ -17,7 +17,7 @@ deployed grid.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from zoo.quantization.fake_quant import fake_quant_per_channel, fake_quant_per_tensor, fake_quant_symmetric
 
@@ -76,7 +76,7 @@ class QuantizedLinear(keras.layers.Layer):
     def _op(self, x, kernel):
         inner = self.inner
         if self.kind == "Dense":
-            return tf.matmul(x, kernel) if x.shape.rank == 2 else tf.tensordot(x, kernel, [[x.shape.rank - 1], [0]])
+            return ops.matmul(x, kernel)
         if self.kind == "DepthwiseConv2D":
             return keras.ops.depthwise_conv(x, kernel, strides=inner.strides, padding=inner.padding,
                                             dilation_rate=inner.dilation_rate, data_format="channels_last")
@@ -85,7 +85,7 @@ class QuantizedLinear(keras.layers.Layer):
     def _channels(self, per_channel, kernel):
         """A per-output-channel vector shaped to multiply `kernel`."""
         if self.kind == "DepthwiseConv2D":  # kernel (kh, kw, in, multiplier); channel = in * multiplier + m
-            return tf.reshape(per_channel, kernel.shape[-2:])
+            return ops.reshape(per_channel, kernel.shape[-2:])
         return per_channel
 
     def _quantize_kernel(self, kernel):
@@ -93,14 +93,14 @@ class QuantizedLinear(keras.layers.Layer):
             return fake_quant_symmetric(kernel)
         if self.kind == "DepthwiseConv2D":  # per output channel = per (in, multiplier) pair
             shape = kernel.shape
-            flat = tf.reshape(kernel, [*shape[:-2], shape[-2] * shape[-1]])
-            return tf.reshape(fake_quant_per_channel(flat), shape)
+            flat = ops.reshape(kernel, (*shape[:-2], shape[-2] * shape[-1]))
+            return ops.reshape(fake_quant_per_channel(flat), shape)
         return fake_quant_per_channel(kernel)
 
     def folded(self):
         """(kernel, bias) of the inference graph: BatchNorm folded with the moving statistics, not yet quantized."""
-        kernel = tf.convert_to_tensor(self.inner.kernel)
-        bias = tf.convert_to_tensor(self.inner.bias) if self.inner.use_bias else None
+        kernel = ops.convert_to_tensor(self.inner.kernel)
+        bias = ops.convert_to_tensor(self.inner.bias) if self.inner.use_bias else None
         if self.batch_norm is None:
             return kernel, bias
         gamma, beta, mean, sigma = self._bn_parameters()
@@ -111,18 +111,27 @@ class QuantizedLinear(keras.layers.Layer):
 
     def _bn_parameters(self):
         bn = self.batch_norm
-        mean = tf.convert_to_tensor(bn.moving_mean)
-        gamma = tf.convert_to_tensor(bn.gamma) if bn.scale else tf.ones_like(mean)
-        beta = tf.convert_to_tensor(bn.beta) if bn.center else tf.zeros_like(mean)
-        sigma = tf.sqrt(tf.convert_to_tensor(bn.moving_variance) + bn.epsilon)
+        mean = ops.convert_to_tensor(bn.moving_mean)
+        gamma = ops.convert_to_tensor(bn.gamma) if bn.scale else ops.ones_like(mean)
+        beta = ops.convert_to_tensor(bn.beta) if bn.center else ops.zeros_like(mean)
+        sigma = ops.sqrt(ops.convert_to_tensor(bn.moving_variance) + bn.epsilon)
         return gamma, beta, mean, sigma
 
     def call(self, x, training=None):
-        x = tf.cast(x, tf.float32)
+        x = ops.cast(x, "float32")
         if self.batch_norm is None or not training:
             y = self._infer(x)
         else:
-            y = tf.cond(self.bn_frozen > 0, lambda: self._infer(x), lambda: self._train_with_batch_statistics(x))
+            bn = self.batch_norm
+            moving_mean, moving_var = bn.moving_mean.value, bn.moving_variance.value
+            frozen = self.bn_frozen.value > 0
+            # The branches compute, the moving statistics are updated outside them (JAX's cannot assign).
+            y, batch_mean, batch_var = ops.cond(
+                frozen, lambda: (self._infer(x), moving_mean, moving_var), lambda: self._train_with_batch_statistics(x))
+            momentum = float(bn.momentum)
+            for moving, batch in ((bn.moving_mean, batch_mean), (bn.moving_variance, batch_var)):
+                updated = moving.value * momentum + ops.stop_gradient(batch) * (1 - momentum)
+                moving.assign(ops.where(frozen, moving.value, updated))
         return self.inner.activation(y) if self.inner.activation is not None else y
 
     def _infer(self, x):
@@ -131,21 +140,19 @@ class QuantizedLinear(keras.layers.Layer):
         return y if bias is None else y + bias
 
     def _train_with_batch_statistics(self, x):
+        """(output, batch mean, batch variance): the layer's training output on the batch's statistics."""
         bn = self.batch_norm
-        kernel = tf.convert_to_tensor(self.inner.kernel)
-        bias = tf.convert_to_tensor(self.inner.bias) if self.inner.use_bias else 0.0
+        kernel = ops.convert_to_tensor(self.inner.kernel)
+        bias = ops.convert_to_tensor(self.inner.bias) if self.inner.use_bias else 0.0
         # The float pre-activation gives the batch statistics, as BatchNormalization computes them.
         z = self._op(x, kernel) + bias
-        axes = list(range(z.shape.rank - 1))
-        batch_mean, batch_var = tf.nn.moments(z, axes)
-        momentum = float(bn.momentum)
-        bn.moving_mean.assign(bn.moving_mean * momentum + tf.stop_gradient(batch_mean) * (1 - momentum))
-        bn.moving_variance.assign(bn.moving_variance * momentum + tf.stop_gradient(batch_var) * (1 - momentum))
+        axes = list(range(len(z.shape) - 1))
+        batch_mean, batch_var = ops.moments(z, axes)
         gamma, beta, _, sigma_moving = self._bn_parameters()
-        sigma_batch = tf.sqrt(batch_var + bn.epsilon)
+        sigma_batch = ops.sqrt(batch_var + bn.epsilon)
         folded = kernel * self._channels(gamma / sigma_moving, kernel)
         y = self._op(x, self._quantize_kernel(folded)) * (sigma_moving / sigma_batch)
-        return y + beta + (bias - batch_mean) * gamma / sigma_batch
+        return y + beta + (bias - batch_mean) * gamma / sigma_batch, batch_mean, batch_var
 
     def get_config(self):
         return {**super().get_config(), "layer": self._layer_config, "batch_norm": self._batch_norm_config}
@@ -178,20 +185,20 @@ class ActivationQuantizer(keras.layers.Layer):
         return input_shape
 
     def call(self, x, training=None):
-        x = tf.cast(x, tf.float32)
+        x = ops.cast(x, "float32")
+        minimum, maximum = self.minimum.value, self.maximum.value
+        seen = self.initialized.value > 0
         if self.observing:
-            lo, hi = tf.reduce_min(x), tf.reduce_max(x)
-            seen = self.initialized > 0
-            self.minimum.assign(tf.where(seen, tf.minimum(self.minimum, lo), lo))
-            self.maximum.assign(tf.where(seen, tf.maximum(self.maximum, hi), hi))
+            lo, hi = ops.min(x), ops.max(x)
+            self.minimum.assign(ops.where(seen, ops.minimum(minimum, lo), lo))
+            self.maximum.assign(ops.where(seen, ops.maximum(maximum, hi), hi))
             self.initialized.assign(1.0)
             return x
         if training:
-            lo, hi = tf.stop_gradient(tf.reduce_min(x)), tf.stop_gradient(tf.reduce_max(x))
-            seen = self.initialized > 0
+            lo, hi = ops.stop_gradient(ops.min(x)), ops.stop_gradient(ops.max(x))
             d = self.ema_decay
-            self.minimum.assign(tf.where(seen, d * self.minimum + (1 - d) * lo, lo))
-            self.maximum.assign(tf.where(seen, d * self.maximum + (1 - d) * hi, hi))
+            self.minimum.assign(ops.where(seen, d * minimum + (1 - d) * lo, lo))
+            self.maximum.assign(ops.where(seen, d * maximum + (1 - d) * hi, hi))
             self.initialized.assign(1.0)
         return fake_quant_per_tensor(x, self.minimum, self.maximum)
 

@@ -8,7 +8,7 @@ learning-rate schedule) counts applied updates, not micro-batches.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 from zoo.core.train_step import TrainFeature, state_variable
 
@@ -36,18 +36,18 @@ class GradientAccumulation(TrainFeature):
             return grads, ready
         for s, g in zip(self._sums, grads):
             if g is not None:
-                s.assign_add(tf.cast(g, s.dtype))
+                s.assign_add(ops.cast(g, s.dtype))
         self._count.assign_add(1)
-        done = tf.equal(self._count % self.steps, 0)
-        mean = [None if g is None else tf.cast(s / self.steps, g.dtype) for s, g in zip(self._sums, grads)]
-        return mean, tf.logical_and(ready, done)
+        done = ops.equal(self._count.value % self.steps, 0)
+        mean = [None if g is None else ops.cast(s.value / self.steps, g.dtype) for s, g in zip(self._sums, grads)]
+        return mean, ops.logical_and(ready, done)
 
     def after_update(self, model, applied, ready):
         if self.steps == 1:
             return
-        done = tf.equal(self._count % self.steps, 0)
+        done = ops.equal(self._count.value % self.steps, 0)
         for s in self._sums:
-            s.assign(tf.where(done, tf.zeros_like(s), s))
+            s.assign(ops.where(done, ops.zeros_like(s.value), s.value))
 
     def state_variables(self):
         return [*self._sums, self._count] if self.steps > 1 else []

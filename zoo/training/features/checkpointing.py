@@ -1,10 +1,13 @@
-"""Gradient checkpointing (Chen et al. 2016, https://arxiv.org/abs/1604.06174) with `tf.recompute_grad`.
+"""Gradient checkpointing (Chen et al. 2016, https://arxiv.org/abs/1604.06174) with `keras.remat`.
 
 The functional graph is cut at tensors every later layer depends on through
 that tensor alone (block outputs of a ResNet, say), the layers between cuts
 are grouped into about sqrt(#cuts) segments, and each segment runs under
-`tf.recompute_grad`: only segment boundaries are kept for the backward pass,
-and each segment's activations are recomputed when its gradient is needed.
+`keras.remat` (`tf.recompute_grad`, `jax.checkpoint`, `torch.utils.checkpoint`):
+only segment boundaries are kept for the backward pass, and each segment's
+activations are recomputed when its gradient is needed. On JAX a segment is
+rematerialized as a pure function (`stateless_call`), its state updates
+assigned after it: an assignment inside `jax.checkpoint` would leak its tracer.
 
 Caveats: layers that update state in the forward pass run twice (batch-norm
 moving statistics get two updates per step), and random layers (dropout)
@@ -17,7 +20,6 @@ from __future__ import annotations
 import math
 
 import keras
-import tensorflow as tf
 
 from zoo.core.train_step import TrainFeature
 
@@ -78,7 +80,22 @@ class GradientCheckpointing(TrainFeature):
     def wrap_forward(self, model, forward):
         def checkpointed(x, training):
             for segment in self._segments:
-                x = tf.recompute_grad(lambda t, s=segment: s(t, training=training))(x)
+                x = _rematerialized(segment, x, training)
             return x
 
         return checkpointed
+
+
+def _rematerialized(segment, x, training):
+    """`segment(x)`, its activations recomputed in the backward pass."""
+    if keras.backend.backend() != "jax":
+        return keras.remat(lambda t: segment(t, training=training))(x)
+
+    def pure(trainable, non_trainable, t):
+        return segment.stateless_call(trainable, non_trainable, t, training=training)
+
+    y, updated = keras.remat(pure)([v.value for v in segment.trainable_variables],
+                                   [v.value for v in segment.non_trainable_variables], x)
+    for v, value in zip(segment.non_trainable_variables, updated):
+        v.assign(value)
+    return y

@@ -7,7 +7,7 @@ replica count.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 from zoo.core.train_step import TrainFeature, global_norm
 
@@ -28,5 +28,5 @@ class ClipByGlobalNorm(TrainFeature):
 
     def transform_gradients(self, model, grads):
         norm = global_norm(grads)
-        factor = self.clip_norm / tf.maximum(norm, self.clip_norm)
-        return [None if g is None else g * tf.cast(factor, g.dtype) for g in grads]
+        factor = self.clip_norm / ops.maximum(norm, self.clip_norm)
+        return [None if g is None else g * ops.cast(factor, g.dtype) for g in grads]

@@ -10,7 +10,7 @@ like z / T); pass `from_logits=True` for models that output logits.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from zoo.core.train_step import TrainFeature, scale_for_distribution
 
@@ -48,20 +48,20 @@ class Distillation(TrainFeature):
         self.teacher.trainable = False
 
     def _log_tempered(self, outputs):
-        outputs = tf.cast(outputs, tf.float32)
-        logits = outputs if self.from_logits else tf.math.log(tf.maximum(outputs, 1e-12))
-        return tf.nn.log_softmax(logits / self.temperature, axis=-1)
+        outputs = ops.cast(outputs, "float32")
+        logits = outputs if self.from_logits else ops.log(ops.maximum(outputs, 1e-12))
+        return ops.log_softmax(logits / self.temperature, axis=-1)
 
     def soft_loss(self, teacher_out, student_out):
         """T^2 * mean KL(teacher || student) over the batch."""
         log_t, log_s = self._log_tempered(teacher_out), self._log_tempered(student_out)
-        kl = tf.reduce_sum(tf.exp(log_t) * (log_t - log_s), axis=-1)
-        return self.temperature**2 * tf.reduce_mean(kl)
+        kl = ops.sum(ops.exp(log_t) * (log_t - log_s), axis=-1)
+        return self.temperature**2 * ops.mean(kl)
 
     def wrap_loss(self, model, loss_fn):
         def distilled(batch, y_pred):
             hard = loss_fn(batch, y_pred)  # already divided by the replica count
-            soft = self.soft_loss(tf.stop_gradient(self.teacher(batch.x, training=False)), y_pred)
+            soft = self.soft_loss(ops.stop_gradient(self.teacher(batch.x, training=False)), y_pred)
             return self.alpha * hard + (1 - self.alpha) * scale_for_distribution(soft)
 
         return distilled

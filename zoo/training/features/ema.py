@@ -9,9 +9,9 @@ before the final evaluation and the export.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-from zoo.core.train_step import TrainFeature, state_variable
+from zoo.core.train_step import TrainFeature, select, state_variable
 
 
 class EMA(TrainFeature):
@@ -30,14 +30,14 @@ class EMA(TrainFeature):
     def build(self, model):
         self._model_vars = list(model.trainable_variables)
         self.averages = [
-            state_variable(v.shape, v.dtype, name=f"ema_{i}", initializer=keras.ops.convert_to_tensor(v))
+            state_variable(v.shape, v.dtype, name=f"ema_{i}", initializer=keras.ops.convert_to_numpy(v))  # a copy: never the weight's own buffer
             for i, v in enumerate(self._model_vars)
         ]
 
     def after_update(self, model, applied, ready):
         for avg, v in zip(self.averages, self._model_vars):
-            new = self.decay * avg + (1 - self.decay) * tf.cast(v, avg.dtype)
-            avg.assign(tf.where(applied, new, avg))
+            new = self.decay * avg.value + (1 - self.decay) * ops.cast(v.value, avg.dtype)
+            avg.assign(select(applied, new, avg.value))
 
     def swap(self):
         """Exchanges the model's weights and the averages (call from outside `fit`'s step)."""

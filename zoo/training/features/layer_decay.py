@@ -19,7 +19,7 @@ with momentum SGD the momentum buffer itself stays unscaled.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 from zoo.architectures.heads import split_head
 from zoo.core.train_step import TrainFeature, add_to_variables
@@ -57,12 +57,12 @@ class LayerwiseLRDecay(TrainFeature):
         return [self.scales.get(v.path, 1.0) for v in variables]
 
     def transform_gradients(self, model, grads):
-        self._before = [tf.identity(v.value) for v in model.trainable_variables]
+        self._before = [ops.copy(v.value) for v in model.trainable_variables]
         return grads
 
     def after_update(self, model, applied, ready):
         variables = model.trainable_variables
-        pairs = [(v, (s - 1.0) * (tf.cast(v.value, tf.float32) - tf.cast(b, tf.float32)))
+        pairs = [(v, (s - 1.0) * (ops.cast(v.value, "float32") - ops.cast(b, "float32")))
                  for v, b, s in zip(variables, self._before, self.multipliers(variables)) if s != 1.0]
         if pairs:
             add_to_variables([v for v, _ in pairs], [d for _, d in pairs])  # v = before + s * (v - before)

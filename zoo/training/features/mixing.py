@@ -11,21 +11,44 @@ With both alphas set, each batch uses one of the two, chosen at random.
 
 from __future__ import annotations
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 from zoo.core.train_step import Batch, TrainFeature
 
 
+class _Key(keras.random.SeedGenerator):
+    """A fixed seed for `keras.random`'s stateless draws on every backend.
+
+    `keras.random` takes an int (constant, so not per step) or a `SeedGenerator` (whose state would
+    have to be checkpointed and would differ between replicas); a generator whose `next()` returns a
+    key computed from (seed, step) gives the stateless draw each backend's own function makes from it
+    (`tf.random.stateless_*`, `jax.random` with that key, a seeded `torch.Generator`).
+    """
+
+    def __init__(self, key):  # no state variable: nothing to save or sync
+        self._key = key
+
+    def next(self, ordered=True):
+        return self._key
+
+
+def _key(seed, offset=(0, 0)):
+    from keras.src.backend import random_seed_dtype
+
+    return _Key(ops.cast(seed + ops.convert_to_tensor(offset, seed.dtype), random_seed_dtype()))
+
+
 def _neighbour(t):
-    n = tf.shape(t)[0]
-    i = tf.range(n)
-    j = tf.bitwise.bitwise_xor(i, 1)
-    return tf.gather(t, tf.where(j < n, j, i))
+    n = ops.shape(t)[0]
+    i = ops.arange(n)
+    j = ops.bitwise_xor(i, 1)
+    return ops.take(t, ops.where(j < n, j, i), axis=0)
 
 
 def _beta(alpha, seed):
-    a = tf.random.stateless_gamma([], seed=seed, alpha=alpha)
-    b = tf.random.stateless_gamma([], seed=seed + tf.constant([0, 1 << 20], seed.dtype), alpha=alpha)
+    a = keras.random.gamma((), alpha=alpha, seed=_key(seed))
+    b = keras.random.gamma((), alpha=alpha, seed=_key(seed, (0, 1 << 20)))
     return a / (a + b)
 
 
@@ -48,20 +71,18 @@ class BatchMixing(TrainFeature):
 
     def _cutmix(self, x, x2, seed):
         lam = _beta(self.cutmix_alpha, seed)
-        h, w = tf.shape(x)[1], tf.shape(x)[2]
-        ratio = tf.sqrt(1.0 - lam)
-        cut_h = tf.cast(tf.cast(h, tf.float32) * ratio, tf.int32)
-        cut_w = tf.cast(tf.cast(w, tf.float32) * ratio, tf.int32)
-        cy = tf.random.stateless_uniform([], seed + 7, 0, h, dtype=tf.int32)
-        cx = tf.random.stateless_uniform([], seed + 11, 0, w, dtype=tf.int32)
-        y0, y1 = tf.clip_by_value(cy - cut_h // 2, 0, h), tf.clip_by_value(cy + cut_h // 2, 0, h)
-        x0, x1 = tf.clip_by_value(cx - cut_w // 2, 0, w), tf.clip_by_value(cx + cut_w // 2, 0, w)
-        rows, cols = tf.range(h), tf.range(w)
-        inside = tf.logical_and(
-            tf.logical_and(rows[:, None] >= y0, rows[:, None] < y1), tf.logical_and(cols[None, :] >= x0, cols[None, :] < x1)
-        )
-        mask = tf.cast(inside, x.dtype)[None, :, :, None]
-        area = tf.cast((y1 - y0) * (x1 - x0), tf.float32) / tf.cast(h * w, tf.float32)
+        h, w = ops.shape(x)[1], ops.shape(x)[2]
+        ratio = ops.sqrt(1.0 - lam)
+        cut_h = ops.cast(ops.cast(h, "float32") * ratio, "int32")
+        cut_w = ops.cast(ops.cast(w, "float32") * ratio, "int32")
+        cy = ops.cast(keras.random.uniform((), 0, ops.cast(h, "float32"), seed=_key(seed, (7, 7))), "int32")
+        cx = ops.cast(keras.random.uniform((), 0, ops.cast(w, "float32"), seed=_key(seed, (11, 11))), "int32")
+        y0, y1 = ops.clip(cy - cut_h // 2, 0, h), ops.clip(cy + cut_h // 2, 0, h)
+        x0, x1 = ops.clip(cx - cut_w // 2, 0, w), ops.clip(cx + cut_w // 2, 0, w)
+        rows, cols = ops.arange(h)[:, None], ops.arange(w)[None, :]
+        inside = ops.logical_and(ops.logical_and(rows >= y0, rows < y1), ops.logical_and(cols >= x0, cols < x1))
+        mask = ops.cast(inside, x.dtype)[None, :, :, None]
+        area = ops.cast((y1 - y0) * (x1 - x0), "float32") / ops.cast(h * w, "float32")
         return x * (1 - mask) + x2 * mask, 1.0 - area  # lam is the kept fraction
 
     def _mixup(self, x, x2, seed):
@@ -69,17 +90,21 @@ class BatchMixing(TrainFeature):
         return lam * x + (1 - lam) * x2, lam
 
     def transform_batch(self, model, batch, step):
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        step = step.value if isinstance(step, keras.Variable) else step
+        seed = ops.stack([ops.convert_to_tensor(self.seed, "int32"), ops.cast(step, "int32")])
         x = batch.x
         x2 = _neighbour(x)
         if self.mixup_alpha and self.cutmix_alpha:
-            use_cutmix = tf.random.stateless_uniform([], seed + 3) < 0.5
-            mixed, lam = tf.cond(use_cutmix, lambda: self._cutmix(x, x2, seed), lambda: self._mixup(x, x2, seed))
+            # Both are cheap next to the step: computed, then one chosen (a select, not a branch).
+            use_cutmix = keras.random.uniform((), seed=_key(seed, (3, 3))) < 0.5
+            cut, cut_lam = self._cutmix(x, x2, seed)
+            mix, mix_lam = self._mixup(x, x2, seed)
+            mixed, lam = ops.where(use_cutmix, cut, mix), ops.where(use_cutmix, cut_lam, mix_lam)
         elif self.cutmix_alpha:
             mixed, lam = self._cutmix(x, x2, seed)
         else:
             mixed, lam = self._mixup(x, x2, seed)
-        return Batch(mixed, batch.y, batch.sample_weight, mix=(_neighbour(batch.y), tf.cast(lam, tf.float32)))
+        return Batch(mixed, batch.y, batch.sample_weight, mix=(_neighbour(batch.y), ops.cast(lam, "float32")))
 
 
 def Mixup(alpha: float = 0.2, seed: int = 0) -> BatchMixing:  # noqa: N802 (reads like a class)

@@ -15,7 +15,7 @@ paper's Section 3.2 (the model then trains exactly as it will run).
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from zoo.core.train_step import TrainFeature
 
@@ -58,6 +58,6 @@ class QuantizationAware(TrainFeature):
         if self.freeze_bn_after is None:
             return
         # The counter is `_TrainPlan.step` before this step's increment.
-        frozen = tf.cast(model._zoo_plan.step + 1 >= self.freeze_bn_after, tf.float32)
+        frozen = ops.cast(model._zoo_plan.step.value + 1 >= self.freeze_bn_after, "float32")
         for layer in self._folded:
             layer.bn_frozen.assign(frozen)

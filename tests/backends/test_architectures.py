@@ -1,0 +1,83 @@
+"""Every architecture on JAX and PyTorch: TensorFlow's outputs from its `.keras` file, a fit step, a round trip.
+
+Run by `tests/test_backends.py` in a process per backend, with `ZOO_BACKEND_REFERENCE` naming the
+folder of TensorFlow references (`tests/backends/references.py`). On TensorFlow itself these checks
+are `tests/architectures/test_every_architecture.py`'s, so this file skips there. The first member of
+each family runs by default; its size variants with `-m slow`.
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from tests.architectures.test_every_architecture import build_small, sample_input
+from tests.backends import references
+from tests.backends.autodiff import backend, numpy
+from tests.conftest import params_marking_variants_slow
+from zoo.architectures import registry
+from zoo.training import ZooModel
+
+pytestmark = pytest.mark.skipif(backend() == "tensorflow",
+                                reason="on TensorFlow: tests/architectures/test_every_architecture.py")
+TOLERANCE = 1e-4  # max abs difference, float32, between backends on the same weights
+
+
+def _reference(name):
+    directory = os.environ.get("ZOO_BACKEND_REFERENCE")
+    if not directory:
+        pytest.skip("no TensorFlow references: run through tests/test_backends.py")
+    found = references.read(directory, name)
+    if found is None:
+        pytest.fail(f"no TensorFlow reference for {name!r} in {directory}")
+    return found
+
+
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def test_matches_tensorflow_trains_and_round_trips(name, tmp_path):
+    model, x, expected = _reference(name)
+    assert isinstance(model, ZooModel)
+    # The same weights give TensorFlow's outputs.
+    got = numpy(model(x, training=False))
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() <= TOLERANCE, f"{name}: {np.abs(got - expected).max():.2e} from TensorFlow"
+
+    # Built here, it runs; its .keras file written here loads back to the same outputs.
+    keras.utils.set_random_seed(0)
+    fresh = build_small(name)
+    out = numpy(fresh(x, training=False))
+    assert out.shape == expected.shape and np.isfinite(out).all()
+    path = tmp_path / f"{name}.keras"
+    fresh.save(path)
+    np.testing.assert_array_equal(numpy(keras.saving.load_model(path, safe_mode=True)(x, training=False)), out)
+
+    # One fit step through zoo's train step moves the weights.
+    spec = registry.get_spec(name)
+    batch = sample_input(name, batch=4)
+    if spec.task == "classification":
+        y, loss = np.arange(4) % expected.shape[-1], "sparse_categorical_crossentropy"
+    else:
+        y, loss = np.zeros((4, *expected.shape[1:]), np.float32), "mse"
+    initial = model.get_weights()
+    model.compile(keras.optimizers.Adam(1e-3), loss, jit_compile=backend() == "jax")
+    history = model.fit(batch, y, batch_size=4, epochs=1, verbose=0).history["loss"]
+    assert np.isfinite(history).all()
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(model.get_weights(), initial))
+
+
+def test_quantization_aware_model_matches_tensorflows_fake_quantization_and_trains():
+    from zoo.training import features as F
+
+    model, x, expected = _reference(references.QAT)
+    got = numpy(model(x, training=False))
+    assert np.abs(got - expected).max() <= TOLERANCE
+    y = np.arange(len(x)) % expected.shape[-1]
+    model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", jit_compile=backend() == "jax",
+                  features=[F.QuantizationAware(freeze_bn_after=1)])
+    initial = model.get_weights()
+    model.fit(x, y, batch_size=len(x), epochs=2, verbose=0)
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(model.get_weights(), initial))
+    frozen = [layer.bn_frozen for layer in model.layers if hasattr(layer, "bn_frozen")]
+    assert frozen and all(float(numpy(v)) == 1.0 for v in frozen)  # frozen after the first step
