@@ -1,16 +1,19 @@
-"""Put this folder on PYTHONPATH and TensorFlow cannot be imported: `import tensorflow` (and TFDS, tf_keras,
-tensorboard's TF parts) raises ImportError, as on a machine without it (tests/training/test_backends.py)."""
+"""Put this folder on PYTHONPATH and the process sees no TensorFlow, as on a machine without it
+(tests/training/test_backends.py): `import tensorflow` (or TFDS, tf_keras, ...) raises ModuleNotFoundError,
+and `importlib.util.find_spec("tensorflow")` is None (PyTorch and zoo look before they import)."""
 
+import importlib.machinery
 import sys
 
-
-class _NoTensorFlow:
-    BLOCKED = ("tensorflow", "tensorflow_datasets", "tf_keras", "tensorflow_hub", "tensorflowjs", "tf2onnx")
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in self.BLOCKED:
-            raise ImportError(f"No module named {name!r} (blocked: this process has no TensorFlow)")
-        return None
+BLOCKED = ("tensorflow", "tensorflow_datasets", "tf_keras", "tensorflow_hub", "tensorflowjs", "tf2onnx")
 
 
-sys.meta_path.insert(0, _NoTensorFlow())
+class _PathFinderWithoutTensorFlow(importlib.machinery.PathFinder):
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            return None
+        return super().find_spec(name, path, target)
+
+
+sys.meta_path[:] = [_PathFinderWithoutTensorFlow if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
