@@ -7,15 +7,14 @@ each other backend runs in a subprocess; each subprocess does several checks to 
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.training import workers
 from zoo.training import backends, multi_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,8 +119,8 @@ for strategy in ("one_device", "data_parallel"):
 print(json.dumps(out))
 """
 
-MULTI = [*TINY, "--epochs", "2", "--train-split", "train[:2048]", "--val-split", "none", "--test-split", "test[:999]",
-         "--export-dir", "none", "--deterministic", "--backup-every", "2"]
+MULTI = [*TINY, "--epochs", "2", "--batch-size", "16", "--train-split", "train[:512]", "--val-split", "none",
+         "--test-split", "test[:999]", "--export-dir", "none", "--deterministic", "--backup-every", "2"]
 
 
 @pytest.fixture(scope="module")
@@ -141,42 +140,6 @@ def test_data_parallel_on_two_jax_devices_trains_like_one_device(jax_reference):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
 
 
-def _state(path):
-    with np.load(path) as data:
-        return json.loads(str(data["meta"]))
-
-
-def _kill_a_worker_mid_epoch(args, env, cwd, state_file, at_step):
-    """Starts `zoo train --workers 2 ...`, SIGKILLs worker 1 once the chief's backup is past `at_step` (mid-epoch),
-    and returns (seconds until every process stopped, the launcher's output, the backup's position)."""
-    proc = subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", "--workers", "2", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    first = ""
-    while not first.startswith("launched"):  # "launched 2 jax workers: worker 0 pid N, worker 1 pid M"
-        first = proc.stdout.readline()
-        assert first, "the launcher ended before starting its workers"
-    pids = [int(part.rsplit(" ", 1)[1]) for part in first.strip().split(": ", 1)[1].split(", ")]
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if state_file.is_file() and _state(state_file)["global_step"] >= at_step:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run finished before a worker could be killed"
-    os.kill(pids[1], signal.SIGKILL)
-    killed = time.monotonic()
-    output, _ = proc.communicate(timeout=120)
-    for pid in pids:  # no worker left behind
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
-    return time.monotonic() - killed, first + output, _state(state_file)
-
-
-def _resume(args, env, cwd):
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", "train", "--workers", "2", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
-    return r.stdout
-
-
 def test_two_jax_processes_train_like_one_device_and_a_killed_worker_stops_them_then_resumes(
         jax_reference, tmp_path, real_mnist_dir):
     import keras
@@ -186,14 +149,14 @@ def test_two_jax_processes_train_like_one_device_and_a_killed_worker_stops_them_
     env = _env("jax", ZOO_DATA_DIR=real_mnist_dir)
     args = ["--backend", "jax", *MULTI, "--out", "runs"]
     run = tmp_path / "runs" / "mlp-mnist"
-    took, output, killed_at = _kill_a_worker_mid_epoch(args, env, tmp_path, run / "backup" / "state.npz", 8)
+    took, output, killed_at = workers.kill_one_mid_epoch(args, env, tmp_path, run / "backup" / "state.npz", 8)
     assert took < 60, output[-3000:]
     assert "worker 1" in output and "SIGKILL" in output  # the launcher names it ...
     assert "heartbeat" in output or "unhealthy" in output or "stopped" in output  # ... and so does the chief
     assert 0 < killed_at["step_in_epoch"] < 32 and not (run / "last.keras").exists()
 
     print(f"killed worker 1 at {killed_at}: every process stopped {took:.1f} s later")
-    resumed = _resume(args, env, tmp_path)  # the same command again
+    resumed = workers.rerun(args, env, tmp_path)  # the same command again
     assert f"resumed from:         epoch {killed_at['epoch'] + 1}, step {killed_at['step_in_epoch']}" in resumed
     weights = keras.saving.load_model(run / "last.keras", compile=False).get_weights()
     for a, b in zip(jax_reference["one_device"]["weights"], weights, strict=True):

@@ -6,8 +6,9 @@ TensorFlow (`MultiWorkerMirroredStrategy`):
 - `parse_tf_config()` validates `TF_CONFIG` before TensorFlow sees it.
 - `create_strategy()` builds the strategy, ending the process within `timeout_s` (naming the
   unreachable workers) instead of waiting forever for a worker that never comes up. While training,
-  each worker checks its peers every `HEALTH_CHECK_S` seconds; a dead peer aborts the collectives
-  and the run stops, naming it (`dead_worker`).
+  a dead peer is found by TensorFlow's coordination service heartbeat where it runs one, else by
+  the strategy's health check (every `HEALTH_CHECK_S` seconds here); either aborts the collectives,
+  and the run stops naming the dead worker (`dead_worker`).
 - `apply_keras_fixes()` patches two bugs in Keras' TF trainer that break
   `fit` under `MultiWorkerMirroredStrategy` (keras-team/keras#20585); each
   patch is applied only while the broken code is detected in the installed
@@ -163,6 +164,8 @@ def dead_worker(error: BaseException) -> str | None:
 
     text = str(error)
     found = (re.search(r"(/job:\w+/replica:\d+/task:\d+) is down", text)  # the health check's verdict
+             or re.search(r"stopped sending heartbeats\):\s*(/job:\w+/replica:\d+/task:\d+)", text)  # the
+             # coordination service's, where TensorFlow runs one (it then replaces the health check)
              or re.search(r"from remote target (/job:\w+/replica:\d+/task:\d+)", text))  # a collective's peer
     if found:
         return found.group(1)
