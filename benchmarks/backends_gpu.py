@@ -56,7 +56,8 @@ def prepare(bundle: Path, data_dir: str | None = None) -> Path:
                         ignore=shutil.ignore_patterns("node_modules", "results", "__pycache__", "*.pyc"))
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
-                    "--platform", "manylinux2014_x86_64", "--dest", str(bundle / "wheels"), *WHEELS], check=True)
+                    *(f"--platform=manylinux_2_{v}_x86_64" for v in (17, 27, 28)), "--platform=manylinux2014_x86_64",
+                    "--dest", str(bundle / "wheels"), *WHEELS], check=True)
     arrays = mnist_local.read_arrays(data_dir or default_data_dir())
     target = Path(mnist_local.arrays_path(str(bundle / "data")))
     target.parent.mkdir(parents=True, exist_ok=True)
