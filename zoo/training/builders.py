@@ -12,6 +12,7 @@ import keras
 
 import zoo.data
 from zoo.architectures import registry
+from zoo.core.fused_optimizers import FusedAdam, FusedAdamW
 from zoo.training import augment, features
 from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
@@ -30,19 +31,17 @@ def make_optimizer(config: TrainConfig, steps_per_epoch: int | None,
                    stock: bool = False) -> keras.optimizers.Optimizer:
     """The recipe's optimizer with its learning-rate schedule.
 
-    Adam and AdamW are, on the TensorFlow backend, zoo's fused ones (`zoo.core.fused_optimizers`: the
-    same arithmetic, one kernel per variable); elsewhere, and with `stock=True`, Keras's own (JAX fuses
-    the update under `jit` itself). The benchmarks' plain-Keras baselines use `stock=True`.
+    Adam and AdamW are zoo's fused ones (`zoo.core.fused_optimizers`: the same arithmetic, one kernel
+    per variable on TensorFlow, Keras's own update on the other backends, which fuse it under their
+    compilers); `stock=True` gives Keras's own, as the benchmarks' plain-Keras baselines use.
     """
     lr = config.lr
     if config.schedule == "cosine" and steps_per_epoch:
         lr = cosine_with_warmup(config.lr, steps_per_epoch * config.epochs, config.warmup_fraction)
-    if config.optimizer in ("adam", "adamw"):
-        if stock or keras.backend.backend() != "tensorflow":
-            adam, adamw = keras.optimizers.Adam, keras.optimizers.AdamW
-        else:
-            from zoo.core.fused_optimizers import FusedAdam as adam, FusedAdamW as adamw
-        return adamw(lr, weight_decay=config.weight_decay) if config.optimizer == "adamw" else adam(lr)
+    if config.optimizer == "adamw":
+        return (keras.optimizers.AdamW if stock else FusedAdamW)(lr, weight_decay=config.weight_decay)
+    if config.optimizer == "adam":
+        return (keras.optimizers.Adam if stock else FusedAdam)(lr)
     return keras.optimizers.SGD(lr, momentum=0.9, nesterov=True, weight_decay=config.weight_decay or None)
 
 
