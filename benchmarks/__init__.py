@@ -1,2 +1,2 @@
-"""Benchmark suites beside the library, on zoo's public API (`scripts/benchmark.py SUITE`); results in
-`benchmarks/results/`."""
+"""The project's benchmark suites, beside the library: each uses zoo's public API and writes its results to
+benchmarks/results/; `scripts/benchmark.py SUITE` runs one."""

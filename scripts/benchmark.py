@@ -9,6 +9,7 @@
     python scripts/benchmark.py recipes [NAME ...]
     python scripts/benchmark.py tables [--tables iris,fair] [--seeds 0,1,2]
     python scripts/benchmark.py int8-cpus [--cases convnet_bn,resnet20]
+    python scripts/benchmark.py backends [--quick]
 
 See zoo/benchmarks/cli.py; the suites of the top-level `benchmarks/` package are listed below.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Suites of the top-level `benchmarks/` package (on zoo's public API): name -> module with main(argv).
-BENCHMARKS = {"tables": "benchmarks.tables"}
+BENCHMARKS = {"tables": "benchmarks.tables", "backends": "benchmarks.backends"}
 # ... and those that plug into zoo.benchmarks' command line: name -> module.
 TOP_LEVEL = {"int8-cpus": "benchmarks.int8_cpus"}
 

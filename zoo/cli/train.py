@@ -28,10 +28,12 @@ def add(sub):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="model override, e.g. --set width=256 --set 'filters=[16,32]' (values parsed as JSON)")
     p.add_argument("--cpu-replicas", type=_positive_int, default=None,
-                   help="split the CPU into N logical devices (for --strategy mirrored without GPUs)")
+                   help="split the CPU into N logical devices (for --strategy mirrored, or data_parallel on JAX, "
+                        "without GPUs)")
     groups = add_arguments(p, knobs(TrainConfig))
     groups[RUN_GROUP].add_argument("--workers", type=_positive_int, metavar="N",
-                                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker")
+                                   help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker "
+                                        "(TensorFlow: TF_CONFIG; JAX: jax.distributed)")
     p.set_defaults(func=_cmd_train)
 
 
@@ -93,10 +95,23 @@ def _strip_workers(argv):
     return out
 
 
-def _cmd_train(args) -> int:
-    if args.workers and args.workers > 1 and "TF_CONFIG" not in os.environ:
-        from zoo.training import multi_worker
+def _backend(args) -> str | None:
+    """The backend the flags or the recipe ask for (None: $KERAS_BACKEND's, else TensorFlow)."""
+    if args.backend is not None:
+        return args.backend
+    if args.recipe:
+        from zoo.training.config import load_recipe
 
+        return load_recipe(args.recipe).backend
+    return None
+
+
+def _cmd_train(args) -> int:
+    from zoo.training import backends, multi_worker
+
+    backend = backends.use(_backend(args))  # before anything imports Keras
+    launched = "TF_CONFIG" in os.environ or any(name in os.environ for name in multi_worker.JAX_ENV)
+    if args.workers and args.workers > 1 and not launched:
         argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
         if argv and argv[0] == "train":
             argv = argv[1:]
@@ -104,7 +119,7 @@ def _cmd_train(args) -> int:
             i = argv.index("--strategy")
             del argv[i:i + 2]
         _split(train_config_from_args(args))[0].validate()  # bad input fails here, before any worker starts
-        return multi_worker.launch(argv, args.workers)
+        return multi_worker.launch(argv, args.workers, backend=backend)
     if args.cpu_replicas:
         from zoo.training import distribute
 
@@ -134,6 +149,9 @@ def _cmd_train(args) -> int:
     if result.epochs_run:
         kept = f", kept epoch {result.kept_epoch} (best {result.kept_value})" if result.kept_epoch else ""
         print(f"epochs:               {result.epochs_run} run{kept}; stopped by {result.stopped_because}")
+    print(f"backend:              {result.backend}")
+    for note in result.notes:
+        print(f"note:                 {note}")
     print(f"training wall time:   {result.train_time_s:.1f} s")
     if config.target is not None:
         reached = f"{result.time_to_target_s:.1f} s" if result.time_to_target_s is not None else "not reached"

@@ -1,4 +1,8 @@
-"""zoo.data: datasets as fast, batched ``tf.data`` pipelines that feed ``model.fit``.
+"""zoo.data: datasets as fast batches that feed ``model.fit`` on every Keras backend.
+
+On TensorFlow they are ``tf.data`` pipelines; on JAX and PyTorch, splits held in memory are served by
+`zoo.data.batches.ArrayBatches` (NumPy, no TensorFlow imported). How a split is batched is one
+`Batching`; the kinds of your own data are `zoo.data.kinds`; `ReadOptions` is how to read a path.
 
     import zoo.data
     train = zoo.data.load("mnist", "train", batch_size=128, seed=0)
@@ -25,7 +29,8 @@ offline ``prepare``. When a dataset is neither prepared nor downloadable, zoo
 fails within seconds with :class:`zoo.errors.DatasetUnavailableError`.
 """
 
-from zoo.data import bundled, mnist_digits, moby_dick  # noqa: F401  (register their datasets)
+from zoo.data import bundled, kinds, mnist_digits, moby_dick  # noqa: F401  (register their datasets)
+from zoo.data.batches import ArrayBatches, Batching, Preprocess
 from zoo.data.image_folder import ImageFolderData, from_image_folder
 from zoo.data.loading import (
     DatasetInfo,
@@ -37,6 +42,7 @@ from zoo.data.loading import (
     prepare,
 )
 from zoo.data.path_data import Inference, PathData, from_path
+from zoo.data.reading import ReadOptions
 from zoo.data.path_info import PathInfo, describe_path
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
@@ -48,6 +54,8 @@ from zoo.data.tfds_source import UnknownSplitError
 from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
 
 __all__ = [
+    "ArrayBatches",
+    "Batching",
     "CharVocab",
     "DatasetInfo",
     "DatasetSpec",
@@ -56,6 +64,8 @@ __all__ = [
     "LabelledTextData",
     "PathData",
     "PathInfo",
+    "Preprocess",
+    "ReadOptions",
     "SeriesData",
     "SplitData",
     "TableData",
@@ -74,6 +84,7 @@ __all__ = [
     "from_text",
     "from_text_files",
     "from_text_folder",
+    "kinds",
     "list_datasets",
     "load",
     "load_splits",

@@ -20,9 +20,10 @@ import os
 from typing import Iterable, Optional
 
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, Preprocess, takes_batching
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
 
@@ -107,21 +108,17 @@ class TextData(SplitData):
     ids: dict = dataclasses.field(default_factory=dict)
 
 
+@takes_batching(batch_size=64)
 def from_text_files(
     paths,
     seq_len: int = 100,
     *,
-    batch_size: int = 64,
     vocab: Optional[CharVocab] = None,
     validation_split: float = 0.1,
     test_split: float = 0.0,
     stride: Optional[int] = None,
     encoding: str = "utf-8",
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
+    batching: Batching,
 ) -> TextData:
     """Text files as ``(x, y)`` batches of character ids, y being x shifted by one.
 
@@ -145,16 +142,11 @@ def from_text_files(
         text,
         seq_len,
         name=name,
-        batch_size=batch_size,
         vocab=vocab,
         validation_split=validation_split,
         test_split=test_split,
         stride=stride,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
     )
 
 
@@ -178,21 +170,17 @@ def read_text_file(path, encoding: str = "utf-8") -> str:
     return text
 
 
+@takes_batching(batch_size=64)
 def from_text(
     text: str,
     seq_len: int = 100,
     *,
     name: str = "text",
-    batch_size: int = 64,
     vocab: Optional[CharVocab] = None,
     validation_split: float = 0.1,
     test_split: float = 0.0,
     stride: Optional[int] = None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
+    batching: Batching,
 ) -> TextData:
     """Like :func:`from_text_files`, for a string already in memory."""
     if not isinstance(text, str):
@@ -210,7 +198,7 @@ def from_text(
     bounds = splits_lib.chronological_bounds(len(text), {"validation": validation_split, "test": test_split})
     chunks = {split: text[lo:hi] for split, (lo, hi) in bounds.items()}
     vocab = vocab or CharVocab.from_text(chunks[splits_lib.TRAIN])
-    ids, parts = {}, {}
+    ids, parts, offset = {}, {}, 0
     for split, chunk in chunks.items():
         if len(chunk) < seq_len + 1:
             raise DataError(
@@ -218,18 +206,16 @@ def from_text(
                 f"seq_len + 1 = {seq_len + 1}. Use a shorter seq_len, a smaller held-out fraction or more text."
             )
         ids[split] = vocab.encode(chunk)
-        parts[split] = _windows(ids[split], seq_len, stride)
+        count = (len(chunk) - seq_len - 1) // stride + 1
+        parts[split] = (Arrays((offset + np.arange(count) * stride).astype(np.int32)), count)
+        offset += len(chunk)
     return TextData(
         name=name,
         parts=parts,
         input_shape=(seq_len,),
         num_classes=len(vocab),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
+        preprocess=_windows(np.concatenate(list(ids.values())), seq_len),
         vocab=vocab,
         seq_len=int(seq_len),
         stride=int(stride),
@@ -237,16 +223,22 @@ def from_text(
     )
 
 
-def _windows(ids: np.ndarray, seq_len: int, stride: int):
-    """``(dataset of (x, y) windows, count)``: windows are sliced from one tensor, never copied."""
-    count = (len(ids) - seq_len - 1) // stride + 1
-    stream = tf.constant(ids)
+def _windows(stream: np.ndarray, seq_len: int) -> Preprocess:
+    """Window start -> ``(x, y)``: `seq_len` ids of the splits' concatenated id `stream`, and the same
+    shifted by one. Each split's examples are its window starts, so no window is copied before its batch."""
+    offsets = np.arange(seq_len)
 
-    def window(i):
-        start = i * stride
-        return stream[start : start + seq_len], stream[start + 1 : start + seq_len + 1]
+    def batch(starts):
+        x = stream[starts.astype(np.int64)[:, None] + offsets]
+        return x, stream[starts.astype(np.int64)[:, None] + offsets + 1]
 
-    return tf.data.Dataset.range(count).map(window, num_parallel_calls=tf.data.AUTOTUNE), count
+    def example(start):  # traced once per pipeline: the stream becomes a constant of its graph
+        import tensorflow as tf
+
+        ids, positions = tf.constant(stream), tf.cast(start, tf.int32) + tf.constant(offsets, tf.int32)
+        return tf.gather(ids, positions), tf.gather(ids, positions + 1)
+
+    return Preprocess("character_windows", example, batch)
 
 
 def unigram_perplexity(data: TextData, split: str = "validation") -> float:

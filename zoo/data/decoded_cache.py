@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from zoo.data.memory import Arrays
 from zoo.fileio import atomic_write
@@ -60,8 +60,8 @@ def load_or_build(path: Path, build: Callable[[], Arrays], rows: int | None = No
 
 
 def _write(path: Path, arrays: Arrays) -> None:
-    leaves = tf.nest.flatten(arrays.data)
-    structure = tf.nest.map_structure(lambda _: None, arrays.data)
+    leaves = keras.tree.flatten(arrays.data)
+    structure = keras.tree.map_structure(lambda _: None, arrays.data)
     meta = {"format": _FORMAT, "count": len(leaves), "structure": _describe(structure)}
     path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -77,7 +77,7 @@ def _read(path: Path) -> Arrays:
         if meta.get("format") != _FORMAT:
             raise ValueError(f"{path}: cache format {meta.get('format')}, expected {_FORMAT}")
         leaves = [f[f"a{i}"] for i in range(meta["count"])]
-    return Arrays(tf.nest.pack_sequence_as(_rebuild(meta["structure"]), leaves))
+    return Arrays(keras.tree.pack_sequence_as(_rebuild(meta["structure"]), leaves))
 
 
 def _describe(structure):

@@ -26,6 +26,11 @@ are kept as uint8 (rounded: within 0.5/255 of the float resize) in
 time, and each epoch, the first of later runs included, is served from
 memory (`zoo.data.memory`). The first call on a new or changed folder pays
 for the decoding, in parallel; files are not re-verified on a cache hit.
+
+On the JAX and PyTorch backends no TensorFlow is needed: images are decoded with Pillow and
+resized by :func:`resize_bilinear`, NumPy's copy of ``tf.image.resize``'s bilinear kernel (half-pixel
+centres, no antialiasing), so the same folder gives the same pixels on every backend up to float
+rounding (tests/data/test_batches.py compares them).
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ import os
 from typing import Optional
 
 import numpy as np
-import tensorflow as tf
 
-from zoo.data import decoded_cache, memory, pipeline, preprocessing
+from zoo.data import decoded_cache, memory, pipeline
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, Preprocess, takes_batching
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
 
@@ -63,23 +69,19 @@ class ImageFolderData(SplitData):
     sizes: dict = dataclasses.field(default_factory=dict)
 
 
+@takes_batching(batch_size=32, seed=0)
 def from_image_folder(
     path,
     image_size=(256, 256),
     *,
-    batch_size: int = 32,
     color_mode: str = "rgb",
     validation_split: float = 0.0,
     test_split: float = 0.0,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     verify: bool = True,
     on_error: str = "raise",
     raw: bool = False,
     classes=None,
+    batching: Batching,
 ) -> ImageFolderData:
     """Images under `path` (one subfolder per class) as batched ``(x, y)`` splits.
 
@@ -88,7 +90,7 @@ def from_image_folder(
             or ``val/``, ``test/``) subfolders, each of those is a split with
             its own class subfolders; a split without its folder is drawn from
             ``train/`` when its fraction is given. Otherwise `validation_split`
-            and `test_split` of every class (drawn with `seed`, so stratified)
+            and `test_split` of every class (drawn with `batching.seed`, so stratified)
             become ``"validation"`` and ``"test"``, the rest ``"train"``.
         image_size: ``(height, width)`` every image is resized to.
         color_mode: "grayscale", "rgb" or "rgba" (1, 3 or 4 channels).
@@ -109,7 +111,7 @@ def from_image_folder(
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}.")
     root = _check_folder(path)
-    class_names, files = list_image_splits(root, validation_split, test_split, seed, classes)
+    class_names, files = list_image_splits(root, validation_split, test_split, batching.seed or 0, classes)
 
     skipped, sizes = [], {}
     if verify:
@@ -128,10 +130,12 @@ def from_image_folder(
             raise DataError(f"{root}: no readable image left in split(s) {empty} ({len(skipped)} file(s) skipped).")
 
     channels = COLOR_MODES[color_mode]
-    decode = _decoder(image_size, channels, raw)
+    with_tf = pipeline.uses_tf_data()
     decoded = {}  # split -> the .npz of its decoded uint8 images (zoo.data.decoded_cache)
-    if cache:
+    if batching.cache:
         settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
+        if not with_tf:
+            settings["decoder"] = "pillow"  # zoo.data.image_folder.resize_bilinear
         decoded = {s: decoded_cache.cache_dir() / "image_folder" /
                    f"{decoded_cache.files_key([f for _, f in fs], settings)}.npz"
                    for s, fs in files.items() if len(fs) * int(np.prod(image_size)) * channels
@@ -140,25 +144,20 @@ def from_image_folder(
     for split, split_files in files.items():
         paths = [f for _, f in split_files]
         labels = np.array([label for label, _ in split_files], dtype=np.int32)
-        ds = tf.data.Dataset.from_tensor_slices((paths, labels))
-        if split in decoded:
-            to_uint8 = ds.map(_uint8_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE)
-            parts[split] = (decoded_cache.load_or_build(decoded[split], lambda d=to_uint8: memory.materialize(d),
-                                                        rows=len(paths)), len(paths))
-        else:
-            parts[split] = (ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE), len(paths))
+        if with_tf:
+            parts[split] = (_tf_part(paths, labels, image_size, channels, raw, decoded.get(split)), len(paths))
+        elif split in decoded:
+            build = lambda p=paths, y=labels: Arrays((read_images(p, image_size, channels), y))  # noqa: E731
+            parts[split] = (decoded_cache.load_or_build(decoded[split], build, rows=len(paths)), len(paths))
+        else:  # decoded batch by batch (too large to hold, or cache=False)
+            parts[split] = (Arrays((np.array(paths, dtype=object), labels)), len(paths))
     return ImageFolderData(
         name=root,
         parts=parts,
         input_shape=(*image_size, channels),
         num_classes=len(class_names),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
-        preprocess=(_cast_image if raw else preprocessing.scale_image) if decoded else None,
+        batching=batching,
+        preprocess=_pixels(image_size, channels, raw) if decoded or not with_tf else None,
         class_names=tuple(class_names),
         files={s: [f for _, f in fs] for s, fs in files.items()},
         labels={s: [label for label, _ in fs] for s, fs in files.items()},
@@ -324,9 +323,101 @@ def _list_classes(folder: str, classes=None):
     return class_names, files
 
 
+def _tf_part(paths, labels, image_size, channels, raw, cached):
+    """A split on the TensorFlow backend: its uint8 images from the decoded cache (decoded by TensorFlow on
+    the first read), or else a `tf.data` pipeline decoding every file."""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((paths, labels))
+    if cached is not None:
+        to_uint8 = ds.map(_uint8_decoder(image_size, channels), num_parallel_calls=tf.data.AUTOTUNE)
+        return decoded_cache.load_or_build(cached, lambda: memory.materialize(to_uint8), rows=len(paths))
+    return ds.map(_decoder(image_size, channels, raw), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _pixels(image_size, channels: int, raw: bool) -> Preprocess:
+    """Held uint8 images (or, without TensorFlow, image paths) -> float32 pixels in [0, 1] (in [0, 255]
+    with `raw`); an already decoded float image passes through. Integer labels -> int32."""
+    scale = np.float32(1.0 if raw else 255.0)
+
+    def numpy(x, y):
+        if x.dtype == object:  # paths: decoded here, batch by batch
+            x = read_images(list(x), image_size, channels, rounded=False)
+        return x.astype(np.float32) / scale, y.astype(np.int32)
+
+    def tf_form(x, y):
+        import tensorflow as tf
+
+        if x.dtype == tf.uint8:
+            x = tf.cast(x, tf.float32) / scale
+        return x, tf.cast(y, tf.int32)
+
+    return Preprocess("raw_pixels" if raw else "pixels", tf_form, numpy)
+
+
+def resize_bilinear(image: np.ndarray, size) -> np.ndarray:
+    """``(h, w, c)`` -> float32 ``(*size, c)``, as ``tf.image.resize(image, size, "bilinear")`` computes it:
+    half-pixel centres, no antialiasing, the same float32 arithmetic (TensorFlow's
+    ``ResizeBilinear`` kernel, tensorflow/core/kernels/image/resize_bilinear_op.cc)."""
+    image = np.asarray(image, np.float32)
+    (h, w), (out_h, out_w) = image.shape[:2], size
+
+    def axis(n_in, n_out):
+        scale = np.float32(n_in / n_out)
+        centre = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
+        low = np.floor(centre)
+        lerp = (centre - low).astype(np.float32)
+        return (np.maximum(low, 0).astype(np.int64), np.minimum(np.ceil(centre), n_in - 1).astype(np.int64),
+                lerp)
+
+    (y0, y1, dy), (x0, x1, dx) = axis(h, out_h), axis(w, out_w)
+    top_left, top_right = image[y0][:, x0], image[y0][:, x1]
+    bottom_left, bottom_right = image[y1][:, x0], image[y1][:, x1]
+    dx = dx[None, :, None]
+    top = top_left + (top_right - top_left) * dx
+    bottom = bottom_left + (bottom_right - bottom_left) * dx
+    return top + (bottom - top) * dy[:, None, None]
+
+
+_PIL_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
+def decode_file(path, image_size, channels: int) -> np.ndarray:
+    """One image file decoded with Pillow (its first frame) -> float32 ``(h, w, channels)`` in [0, 255],
+    resized by :func:`resize_bilinear`: what the batches served without TensorFlow decode."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.seek(0)
+        pixels = np.asarray(image.convert(_PIL_MODES[channels]))
+    if pixels.ndim == 2:
+        pixels = pixels[..., None]
+    if pixels.shape[:2] == tuple(image_size):
+        return pixels.astype(np.float32)
+    return np.clip(resize_bilinear(pixels, image_size), 0.0, 255.0)
+
+
+def read_images(paths, image_size, channels: int, rounded: bool = True) -> np.ndarray:
+    """Image files decoded with Pillow, in parallel threads: uint8 ``(n, h, w, channels)`` (rounded, as the
+    decoded cache keeps them) or, with ``rounded=False``, float32 in [0, 255]."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = np.empty((len(paths), *image_size, channels), np.uint8 if rounded else np.float32)
+
+    def one(i):
+        image = decode_file(paths[i], image_size, channels)
+        out[i] = np.round(image) if rounded else image
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, range(len(paths))))
+    return out
+
+
 def decode_image(contents, image_size, channels: int, raw: bool = False):
     """Encoded image bytes (a string tensor) -> float32 ``(h, w, channels)``: the decoding every
-    pipeline here uses, and what predictions on image files use."""
+    pipeline on the TensorFlow backend uses, and what predictions on image files use."""
+    import tensorflow as tf
+
     image = tf.io.decode_image(contents, channels=channels, expand_animations=False)
     image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
     image = tf.clip_by_value(image, 0.0, 255.0) if raw else tf.clip_by_value(image / 255.0, 0.0, 1.0)
@@ -336,6 +427,8 @@ def decode_image(contents, image_size, channels: int, raw: bool = False):
 
 def _decoder(image_size, channels, raw=False):
     def decode(path, label):
+        import tensorflow as tf
+
         return decode_image(tf.io.read_file(path), image_size, channels, raw), label
 
     return decode
@@ -346,6 +439,8 @@ def _uint8_decoder(image_size, channels):
     form the decoded cache keeps in memory; `preprocessing.scale_image` makes it float32 per batch."""
 
     def decode(path, label):
+        import tensorflow as tf
+
         image = tf.io.decode_image(tf.io.read_file(path), channels=channels, expand_animations=False)
         image = tf.image.resize(image, image_size, method="bilinear")  # float32, still in [0, 255]
         image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
@@ -353,8 +448,3 @@ def _uint8_decoder(image_size, channels):
         return image, label
 
     return decode
-
-
-def _cast_image(x, y):
-    """uint8 image -> float32 in [0, 255] (the `raw=True` form); integer label -> int32."""
-    return tf.cast(x, tf.float32), tf.cast(y, tf.int32)

@@ -7,7 +7,8 @@ and labels in memory (a table's text column), as ``(string, int32 label)`` split
 
 Splits are drawn with the seed, stratified by class. The model tokenizes the strings itself
 (``zoo.data.raw_input.TextInput``: ``TextVectorization`` with the train texts' vocabulary), so the
-pipeline keeps them raw. Files that are not valid text in the given encoding, or empty, are
+pipeline keeps them raw. Strings flow through TensorFlow only (JAX and PyTorch tensors hold numbers),
+so texts are read and trained on the TensorFlow backend. Files that are not valid text in the given encoding, or empty, are
 skipped and listed in ``data.skipped`` with the reason.
 """
 
@@ -18,9 +19,9 @@ import os
 from typing import Optional
 
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, takes_batching
 from zoo.data.char_text import read_text_file
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
@@ -39,23 +40,19 @@ class LabelledTextData(SplitData):
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 
 
+@takes_batching(batch_size=32, seed=0)
 def from_labelled_texts(
     texts,
     labels,
     *,
     class_names=None,
     name: str = "texts",
-    batch_size: int = 32,
     validation_split: float = 0.1,
     test_split: float = 0.1,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     skipped=(),
+    batching: Batching,
 ) -> LabelledTextData:
-    """Texts and their labels as ``(string, int32 label)`` splits, stratified by class with `seed`.
+    """Texts and their labels as ``(string, int32 label)`` splits, stratified by class with `batching.seed`.
 
     `labels` are class values (strings or integers); ``class_names`` are their
     sorted distinct values unless given (then label i is ``class_names[i]`` and
@@ -78,8 +75,11 @@ def from_labelled_texts(
         raise DataError(f"{name}: every text has the class {class_names[0]!r}; a classifier needs at least two "
                         "classes.")
     y = np.array([index[str(v)] for v in labels], dtype=np.int32)
-    rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split}, seed=seed,
+    rows = splits_lib.random_split(len(texts), {"validation": validation_split, "test": test_split},
+                                   seed=batching.seed or 0,
                                    labels=y)
+    import tensorflow as tf
+
     parts, split_texts = {}, {}
     for split, idx in rows.items():
         if not len(idx):
@@ -91,12 +91,7 @@ def from_labelled_texts(
         parts=parts,
         input_shape=(),
         num_classes=len(class_names),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
         class_names=class_names,
         texts=split_texts,
         skipped=tuple(skipped),

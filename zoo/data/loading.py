@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Optional
 
-import tensorflow as tf
-
-from zoo.data import decoded_cache, memory, pipeline, preprocessing, registry, tfds_source
+from zoo.data import batches, decoded_cache, memory, pipeline, preprocessing, registry, tfds_source
+from zoo.data.batches import Batching, takes_batching
 from zoo.data.registry import DatasetSpec
-from zoo.data.splits import is_train_split
+from zoo.data.splits import SplitData, is_train_split
 from zoo.errors import UnknownNameError
 
 
@@ -70,16 +70,22 @@ def _validate_name(name) -> str:
     return name.strip()
 
 
+def _reads_arrays(spec: Optional[DatasetSpec]) -> bool:
+    """Whether `spec` is read as arrays without TFDS: on JAX and PyTorch, where the spec can be."""
+    return spec is not None and spec.arrays is not None and not batches.uses_tf_data()
+
+
 def _resolve(name: str, data_dir: str):
     """(spec, builder) for `name`: a registered spec, or a generic one for a TFDS name."""
     spec = registry.find_spec(name)
-    if spec is not None and spec.source != "tfds":
-        return spec, None  # read by spec.read_splits, no TFDS builder
+    if spec is not None and (spec.source != "tfds" or _reads_arrays(spec)):
+        return spec, None  # read by spec.read_splits or spec.arrays, no TFDS builder
     if spec is not None:
         return spec, tfds_source.get_builder(spec.tfds_name, data_dir)
     if not tfds_source.is_tfds_name(name):
         raise UnknownNameError(
-            "dataset", name, set(registry.registered_names()) | set(tfds_source.tfds_builder_names())
+            "dataset", name,
+            set(registry.registered_names()) | (set(tfds_source.tfds_builder_names()) if tfds_source.available() else set())
         )
     builder = tfds_source.get_builder(name, data_dir, known_names=registry.registered_names())
     input_shape, num_classes, description = tfds_source.describe_builder(builder)
@@ -116,20 +122,19 @@ def dataset_info(name: str, data_dir=None) -> DatasetInfo:
     )
 
 
+@takes_batching()
 def load(
     name: str,
     split: str = "train",
     batch_size: int = 128,
     *,
     data_dir=None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     shuffle_buffer: Optional[int] = None,
-) -> tf.data.Dataset:
-    """A batched ``(x, y)`` dataset ready for ``model.fit`` / ``evaluate``.
+    batching: Batching,
+):
+    """A batched ``(x, y)`` dataset ready for ``model.fit`` / ``evaluate``: a ``tf.data.Dataset`` on the
+    TensorFlow backend; on JAX and PyTorch, where the split is held in memory, a
+    `zoo.data.batches.ArrayBatches` (no TensorFlow needed; MNIST is read from its arrays file).
 
     Args:
         name: a name from :func:`list_datasets` or any TFDS dataset name
@@ -158,30 +163,20 @@ def load(
         ValueError: a bad argument value.
     """
     name = _validate_name(name)
-    batch_size = pipeline.validate_batch_size(batch_size)
+    batching = batching.replace(batch_size=batch_size)
+    shuffle, seed, cache = batching.shuffle, batching.seed, batching.cache
     shuffle_buffer = pipeline.validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
-    seed = pipeline.validate_seed(seed)
-    if shuffle is not None and not isinstance(shuffle, bool):
-        raise ValueError(f"shuffle must be True, False or None, got {shuffle!r}.")
     if not isinstance(split, str) or not split.strip():
         raise ValueError(f"split must be a non-empty string like 'train' or 'test[:1000]', got {split!r}.")
     data_dir = _resolve_data_dir(data_dir)
 
     spec, builder = _resolve(name, data_dir)
     if builder is None:
-        ds, num_examples = spec.read_splits(data_dir).examples(split)
-        return pipeline.build_pipeline(
-            ds,
-            batch_size=batch_size,
-            preprocess=spec.preprocess,
-            num_examples=num_examples,
-            shuffle=is_train_split(split) if shuffle is None else shuffle,
-            seed=seed,
-            cache=cache,
-            drop_remainder=drop_remainder,
-            repeat=repeat,
-            shuffle_buffer=shuffle_buffer,
-        )
+        data = _array_splits(spec, data_dir) if _reads_arrays(spec) else spec.read_splits(data_dir)
+        ds, num_examples = data.examples(split)
+        return pipeline.build_pipeline(ds, batching, preprocess=data.preprocess or spec.preprocess,
+                                       num_examples=num_examples, shuffle_buffer=shuffle_buffer,
+                                       shuffle=is_train_split(split) if shuffle is None else shuffle)
     tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
     num_examples = tfds_source.validate_split(builder, split, name)
     if shuffle is None:
@@ -190,26 +185,29 @@ def load(
     if cache and not tfds_source.reads_are_mocked():
         rows = _decoded_split(builder, split, data_dir, num_examples)
         if rows is not None:  # decoded once per machine; every epoch served from memory
-            return pipeline.build_pipeline(rows, batch_size=batch_size, preprocess=spec.preprocess,
-                                           num_examples=num_examples, shuffle=shuffle, seed=seed,
-                                           drop_remainder=drop_remainder, repeat=repeat)
+            return pipeline.build_pipeline(rows, batching, preprocess=spec.preprocess, num_examples=num_examples,
+                                           shuffle=shuffle)
     # Without the cache, file order is the only cheap source of randomness
     # across epochs, so shuffle files too; with it, the shuffle buffer suffices
     # and file order stays fixed (the cache content is the same every run).
     will_cache = cache and bool(spec.input_shape) and pipeline.should_cache(num_examples, _preprocessed_element(spec))
     ds = tfds_source.read_split(builder, split, shuffle_files=shuffle and not will_cache, seed=seed)
-    return pipeline.build_pipeline(
-        ds,
-        batch_size=batch_size,
-        preprocess=spec.preprocess,
-        num_examples=num_examples,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
-        shuffle_buffer=shuffle_buffer,
-    )
+    return pipeline.build_pipeline(ds, batching, preprocess=spec.preprocess, num_examples=num_examples,
+                                   shuffle=shuffle, shuffle_buffer=shuffle_buffer)
+
+
+def _array_splits(spec: DatasetSpec, data_dir: str) -> SplitData:
+    """A TFDS dataset's splits read from its arrays file (`DatasetSpec.arrays`), no TFDS: how a JAX or
+    PyTorch process reads MNIST without TensorFlow."""
+    return _array_splits_of(spec.name, data_dir)
+
+
+@functools.lru_cache(maxsize=4)
+def _array_splits_of(name: str, data_dir: str) -> SplitData:
+    spec = registry.find_spec(name)
+    parts = {split: (rows, len(rows)) for split, rows in spec.arrays(data_dir).items()}
+    return SplitData(name=spec.name, parts=parts, input_shape=tuple(spec.input_shape), num_classes=spec.num_classes,
+                     preprocess=spec.preprocess)
 
 
 def _decoded_split(builder, split: str, data_dir: str, num_examples):
@@ -225,6 +223,8 @@ def _decoded_split(builder, split: str, data_dir: str, num_examples):
 
 def _preprocessed_element(spec: DatasetSpec):
     """What zoo caches per example before reading it: float32 input and an int32 label."""
+    import tensorflow as tf
+
     return (tf.TensorSpec(spec.input_shape, tf.float32), tf.TensorSpec((), tf.int32))
 
 
@@ -241,6 +241,9 @@ def prepare(name: str, data_dir=None) -> str:
     """
     name = _validate_name(name)
     data_dir = _resolve_data_dir(data_dir)
+    spec = registry.find_spec(name)
+    if spec is not None and spec.source == "tfds" and spec.prepare is not None and not tfds_source.available():
+        return spec.prepare(data_dir)  # without TensorFlow: the arrays file only (zoo.data.mnist_local)
     spec, builder = _resolve(name, data_dir)
     if spec.prepare is not None:
         path = spec.prepare(data_dir)
@@ -250,24 +253,15 @@ def prepare(name: str, data_dir=None) -> str:
     else:
         tfds_source.ensure_prepared(builder, data_dir, hint=spec.prepare_hint)
         path = os.fspath(builder.data_dir)
-    if spec.source == "tfds":
+    if spec.source == "tfds" and builder is not None:
         _, builder = _resolve(name, data_dir)  # prepared now
         for split, info in builder.info.splits.items():
             _decoded_split(builder, split, data_dir, int(info.num_examples))
     return path
 
 
-def load_splits(
-    name: str,
-    *,
-    batch_size: int = 128,
-    data_dir=None,
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
-):
+@takes_batching()
+def load_splits(name: str, *, data_dir=None, batching: Batching):
     """All splits of a non-TFDS registered dataset, with what its source fitted.
 
     Returns the source's :class:`zoo.data.splits.SplitData`: ``.train`` /
@@ -282,20 +276,12 @@ def load_splits(
     name = _validate_name(name)
     data_dir = _resolve_data_dir(data_dir)
     spec, builder = _resolve(name, data_dir)
-    if builder is not None:
+    if builder is not None or spec.read_splits is None:
         raise ValueError(
             f"load_splits serves datasets with their own source ({', '.join(_own_source_names())}); "
             f"{name!r} is a TFDS dataset: use zoo.data.load({name!r}, split)."
         )
-    return dataclasses.replace(
-        spec.read_splits(data_dir),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
-    )
+    return spec.read_splits(data_dir).rebatched(batching)
 
 
 def _own_source_names() -> list[str]:

@@ -15,6 +15,10 @@ memory and bandwidth) and served a batch at a time:
 so the per-element cost is paid by integer indices only, and every epoch,
 the first included, costs what a gather and a cast cost. Splits that do not
 fit stay on the streaming path of `zoo.data.pipeline`.
+
+That is the TensorFlow backend's path. On JAX and PyTorch the same `Arrays` are served by
+`zoo.data.batches.ArrayBatches` (NumPy, no TensorFlow); TensorFlow is imported here only by the
+functions that build a `tf.data` pipeline.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import keras
 import numpy as np
-import tensorflow as tf
+
+from zoo.data.batches import Batching
 
 # Rows read per batch while materializing a dataset.
 _READ_BATCH = 4096
@@ -36,30 +42,38 @@ class Arrays:
     data: object
 
     def __post_init__(self):
-        lengths = {len(a) for a in tf.nest.flatten(self.data)}
+        lengths = {len(a) for a in keras.tree.flatten(self.data)}
         if len(lengths) != 1:
             raise ValueError(f"Arrays of one split must share their first axis; got lengths {sorted(lengths)}.")
 
     def __len__(self) -> int:
-        return len(tf.nest.flatten(self.data)[0])
+        return len(keras.tree.flatten(self.data)[0])
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in tf.nest.flatten(self.data))
+        return sum(a.nbytes for a in keras.tree.flatten(self.data))
 
     def slice(self, lo: int, hi: int) -> Arrays:
-        return Arrays(tf.nest.map_structure(lambda a: a[lo:hi], self.data))
+        return Arrays(keras.tree.map_structure(lambda a: a[lo:hi], self.data))
 
     def concat(self, other: Arrays) -> Arrays:
-        return Arrays(tf.nest.map_structure(lambda a, b: np.concatenate([a, b]), self.data, other.data))
+        return Arrays(keras.tree.map_structure(lambda a, b: np.concatenate([a, b]), self.data, other.data))
 
-    def to_dataset(self) -> tf.data.Dataset:
+    def take(self, rows) -> Arrays:
+        """The rows at the indices `rows`, in that order."""
+        return Arrays(keras.tree.map_structure(lambda a: a[rows], self.data))
+
+    def to_dataset(self):
         """The rows as an unbatched `tf.data.Dataset` (for code that needs one)."""
+        import tensorflow as tf
+
         return tf.data.Dataset.from_tensor_slices(self.data)
 
 
-def materialize(ds: tf.data.Dataset) -> Arrays:
-    """Reads an unbatched dataset of fixed-shape numeric elements into `Arrays`, in order."""
+def materialize(ds) -> Arrays:
+    """Reads an unbatched `tf.data.Dataset` of fixed-shape numeric elements into `Arrays`, in order."""
+    import tensorflow as tf
+
     for spec in tf.nest.flatten(ds.element_spec):
         if not spec.shape.is_fully_defined() or spec.dtype == tf.string:
             raise ValueError(f"materialize needs fixed-shape numeric elements; got {ds.element_spec}.")
@@ -74,29 +88,23 @@ def _apply(preprocess: Callable, element):
     return preprocess(*element) if isinstance(element, tuple) else preprocess(element)
 
 
-def from_memory(
-    arrays: Arrays,
-    *,
-    batch_size: int,
-    preprocess: Callable | None = None,
-    shuffle: bool = False,
-    seed: int | None = None,
-    drop_remainder: bool = False,
-    repeat: bool = False,
-) -> tf.data.Dataset:
-    """Batches of `arrays` (preprocessed per example, vectorized over the batch); see the module docstring.
+def from_memory(arrays: Arrays, batching: Batching, preprocess: Callable | None = None, shuffle: bool = False):
+    """`tf.data` batches of `arrays` (preprocessed per example, vectorized over the batch); see the module
+    docstring.
 
-    Same contract as `zoo.data.pipeline.build_pipeline`: without shuffle the rows keep their order;
+    Same contract as `zoo.data.pipeline.build_pipeline`: without `shuffle` the rows keep their order;
     with it every epoch is a new permutation, the same sequence of permutations for the same seed.
     """
+    import tensorflow as tf
+
     n = len(arrays)
     data = tf.nest.map_structure(tf.constant, arrays.data)
     indices = tf.data.Dataset.range(n)
     if shuffle:
-        indices = indices.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
+        indices = indices.shuffle(max(n, 1), seed=batching.seed, reshuffle_each_iteration=True)
+    if batching.repeat:
         indices = indices.repeat()
-    indices = indices.batch(batch_size, drop_remainder=drop_remainder)
+    indices = indices.batch(batching.batch_size, drop_remainder=batching.drop_remainder)
 
     def gather(idx):
         batch = tf.nest.map_structure(lambda a: tf.gather(a, idx), data)

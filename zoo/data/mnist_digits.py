@@ -8,8 +8,9 @@
 The two tasks share no class, so a network pretrained on `mnist_0to4` has
 seen none of the transfer task's labels: what carries over is its
 features (strokes, curves), the honest setting for measuring transfer. The
-subsets are read from the prepared TFDS MNIST (`zoo data prepare mnist`),
-in its file order, so the few training images are the same in every run.
+subsets are read from the prepared MNIST's arrays file (`zoo data prepare mnist`,
+`zoo.data.mnist_local.read_arrays`), in file order, so the few training images are the
+same in every run, on every backend.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import tensorflow as tf
 
-from zoo.data import registry
+from zoo.data import mnist_local, preprocessing, registry
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 
 _SPLITS = ("train", "test")
@@ -27,13 +28,8 @@ _SPLITS = ("train", "test")
 
 @functools.lru_cache(maxsize=2)
 def _mnist(data_dir: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    from zoo.data.loading import load
-
-    xs, ys = [], []
-    for x, y in load("mnist", split, batch_size=10_000, data_dir=data_dir, shuffle=False, cache=False):
-        xs.append(x.numpy())
-        ys.append(y.numpy())
-    return np.concatenate(xs), np.concatenate(ys)
+    """MNIST's uint8 images and labels of `split`, in file order."""
+    return mnist_local.read_arrays(data_dir)[split].data
 
 
 def digit_subset(data_dir: str, digits: tuple, per_class: int | None, name: str) -> SplitData:
@@ -47,8 +43,9 @@ def digit_subset(data_dir: str, digits: tuple, per_class: int | None, name: str)
             for d in digits:
                 keep[np.flatnonzero(y == d)[:per_class]] = True
         xk, yk = x[keep], (y[keep] - min(digits)).astype("int32")
-        parts[split] = (tf.data.Dataset.from_tensor_slices((xk, yk)), len(yk))
-    return SplitData(name=name, parts=parts, input_shape=(28, 28, 1), num_classes=len(digits))
+        parts[split] = (Arrays((xk, yk)), len(yk))
+    return SplitData(name=name, parts=parts, input_shape=(28, 28, 1), num_classes=len(digits),
+                     preprocess=preprocessing.scale_image)
 
 
 def _register(name: str, digits: tuple, per_class: int | None, train_size: int, test_size: int, description: str):

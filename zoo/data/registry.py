@@ -49,6 +49,9 @@ class DatasetSpec:
         read_splits: for sources other than "tfds": ``read_splits(data_dir) ->
             SplitData`` with every split's unbatched, ready examples; ``load``
             batches the requested split through the standard pipeline.
+        arrays: for a "tfds" source, ``arrays(data_dir) -> {split: zoo.data.memory.Arrays}``: the
+            same raw examples read without TFDS, which JAX and PyTorch runs use (no TensorFlow);
+            ``preprocess`` must then be a `zoo.data.batches.Preprocess` (it has a NumPy form).
     """
 
     name: str
@@ -63,6 +66,7 @@ class DatasetSpec:
     prepare_hint: str = ""
     read_splits: Optional[Callable[[str], Any]] = None
     output_units: Optional[int] = None
+    arrays: Optional[Callable[[str], dict]] = None
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -103,6 +107,12 @@ def _prepare_mnist(data_dir: str) -> str:
     return mnist_local.prepare_mnist(data_dir)
 
 
+def _mnist_arrays(data_dir: str) -> dict:
+    from zoo.data import mnist_local
+
+    return mnist_local.read_arrays(data_dir)
+
+
 _MNIST_HINT = (
     "Run `zoo data prepare mnist` (or `python -m zoo.data prepare mnist`, or "
     "`python -c \"import zoo.data; zoo.data.prepare('mnist')\"`); it builds MNIST "
@@ -121,6 +131,7 @@ register_dataset(
         description="MNIST handwritten digits, 28x28x1 images in [0, 1], 10 classes.",
         prepare=_prepare_mnist,
         prepare_hint=_MNIST_HINT,
+        arrays=_mnist_arrays,
     )
 )
 
@@ -136,6 +147,7 @@ register_dataset(
         description="MNIST as sequences: 28 time steps (rows) x 28 features, for RNNs.",
         prepare=_prepare_mnist,
         prepare_hint=_MNIST_HINT,  # same data: preparing mnist serves both
+        arrays=_mnist_arrays,
     )
 )
 
@@ -151,5 +163,6 @@ register_dataset(
         description="MNIST in CIFAR-10's shape: 32x32x3 (padded, gray as RGB), for the 32x32 models offline.",
         prepare=_prepare_mnist,
         prepare_hint=_MNIST_HINT,
+        arrays=_mnist_arrays,
     )
 )

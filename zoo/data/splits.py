@@ -4,8 +4,9 @@ The sources that read user data (tables, image folders, text files, series)
 and the bundled datasets all return a :class:`SplitData`: per split, the
 unbatched examples and their count, plus what a model or a report needs to
 know (input shape, classes, and per source: fitted statistics, a vocabulary,
-class names). ``data.train`` / ``data.validation`` / ``data.test`` are
-``tf.data`` pipelines built by :func:`zoo.data.pipeline.build_pipeline`, so
+class names). ``data.train`` / ``data.validation`` / ``data.test`` are the
+batches :func:`zoo.data.pipeline.build_pipeline` makes (``tf.data`` on the
+TensorFlow backend, `zoo.data.batches.ArrayBatches` on JAX and PyTorch), so
 caching, train-only shuffling and prefetching are the same as for ``load``.
 
 Also here: the two ways zoo splits data, with a fixed seed or in time order.
@@ -18,9 +19,9 @@ import re
 from typing import Callable, Mapping, Optional
 
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import pipeline
+from zoo.data.batches import BATCHING_FIELDS, Batching
 from zoo.data.memory import Arrays
 from zoo.data.tfds_source import UnknownSplitError
 
@@ -34,32 +35,32 @@ class SplitData:
 
     Attributes:
         name: what the data is called in messages (a dataset name or a path).
-        parts: split name -> ``(unbatched tf.data.Dataset of (x, y), number of examples)``.
+        parts: split name -> ``(unbatched examples, number of examples)``: `zoo.data.memory.Arrays`
+            held in memory, or a ``tf.data.Dataset`` of ``(x, y)``.
         input_shape: shape of one x, no batch dimension.
         num_classes: classes of y, or None for regression targets.
-        batch_size, shuffle, seed, cache, drop_remainder, repeat: defaults for
-            :meth:`dataset`; ``shuffle=None`` shuffles the train split only.
+        batching: the defaults of :meth:`dataset` (`zoo.data.Batching`; ``shuffle=None`` shuffles
+            the train split only).
         preprocess: per-example ``(x, y) -> (x, y)`` applied when batches are made (e.g. uint8
-            pixels held in memory -> float32), None when the parts are ready as they are.
+            pixels held in memory -> float32), None when the parts are ready as they are; a
+            `zoo.data.batches.Preprocess` where the parts are served without TensorFlow too.
     """
 
     name: str
     parts: Mapping[str, tuple]
     input_shape: tuple
     num_classes: Optional[int] = None
-    batch_size: int = 128
-    shuffle: Optional[bool] = None
-    seed: Optional[int] = None
-    cache: bool = True
-    drop_remainder: bool = False
-    repeat: bool = False
+    batching: Batching = Batching()
     preprocess: Optional[Callable] = None
 
-    def __post_init__(self):
-        pipeline.validate_batch_size(self.batch_size)
-        pipeline.validate_seed(self.seed)
-        if self.shuffle is not None and not isinstance(self.shuffle, bool):
-            raise ValueError(f"shuffle must be True, False or None, got {self.shuffle!r}.")
+    def __getattr__(self, name):
+        if name in BATCHING_FIELDS:  # data.batch_size, data.seed, ...: the batching's
+            return getattr(self.batching, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def rebatched(self, batching: Optional[Batching] = None, **settings) -> "SplitData":
+        """The same splits with other batching defaults (`settings`: `Batching`'s fields)."""
+        return dataclasses.replace(self, batching=Batching.of(batching or self.batching, **settings))
 
     @property
     def split_names(self) -> list[str]:
@@ -96,40 +97,30 @@ class SplitData:
             total += hi - lo
         return result, total
 
-    def dataset(self, split: str = TRAIN, **overrides) -> tf.data.Dataset:
-        """The batched ``(x, y)`` pipeline of `split`; keyword overrides replace the defaults
+    def dataset(self, split: str = TRAIN, **overrides):
+        """The batched ``(x, y)`` pipeline of `split`; keyword overrides replace the batching defaults
         (``batch_size``, ``shuffle``, ``seed``, ``cache``, ``drop_remainder``, ``repeat``)."""
-        unknown = set(overrides) - {"batch_size", "shuffle", "seed", "cache", "drop_remainder", "repeat"}
+        unknown = set(overrides) - set(BATCHING_FIELDS)
         if unknown:
             raise TypeError(f"dataset() got unexpected keyword(s): {', '.join(sorted(unknown))}.")
-        settings = dataclasses.replace(self, **overrides) if overrides else self
+        batching = self.batching.replace(**overrides)
         ds, n = self.examples(split)
-        shuffle = settings.shuffle if settings.shuffle is not None else is_train_split(split)
-        return pipeline.build_pipeline(
-            ds,
-            batch_size=settings.batch_size,
-            preprocess=self.preprocess,
-            num_examples=n,
-            shuffle=shuffle,
-            seed=settings.seed,
-            cache=settings.cache,
-            drop_remainder=settings.drop_remainder,
-            repeat=settings.repeat,
-        )
+        shuffle = batching.shuffle if batching.shuffle is not None else is_train_split(split)
+        return pipeline.build_pipeline(ds, batching, preprocess=self.preprocess, num_examples=n, shuffle=shuffle)
 
     def _named(self, split: str):
         return self.dataset(split) if split in self.parts else None
 
     @property
-    def train(self) -> Optional[tf.data.Dataset]:
+    def train(self):
         return self._named("train")
 
     @property
-    def validation(self) -> Optional[tf.data.Dataset]:
+    def validation(self):
         return self._named("validation")
 
     @property
-    def test(self) -> Optional[tf.data.Dataset]:
+    def test(self):
         return self._named("test")
 
 
@@ -159,7 +150,8 @@ def _slice_bounds(start, stop, n: int) -> tuple:
 
 def arrays_dataset(x, y) -> tuple:
     """``(examples, count)`` of in-memory arrays (floats as float32, integer labels as int32): an
-    `Arrays` served batch by batch (`zoo.data.memory`), or a dataset when too large to embed."""
+    `Arrays` served batch by batch (`zoo.data.memory`), or, on the TensorFlow backend, a dataset when
+    too large to embed in a graph."""
     x = np.asarray(x)
     y = np.asarray(y)
     if x.dtype.kind == "f":
@@ -169,7 +161,8 @@ def arrays_dataset(x, y) -> tuple:
     elif y.dtype.kind in "iub":
         y = y.astype(np.int32)
     rows = Arrays((x, y))
-    return (rows if rows.nbytes <= pipeline.IN_MEMORY_LIMIT_BYTES else rows.to_dataset()), len(x)
+    embed = rows.nbytes <= pipeline.IN_MEMORY_LIMIT_BYTES or not pipeline.uses_tf_data()
+    return (rows if embed else rows.to_dataset()), len(x)
 
 
 def validate_fractions(fractions: Mapping[str, float]) -> dict:

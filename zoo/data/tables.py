@@ -35,6 +35,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, takes_batching, uses_tf_data
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError, suggest
 
@@ -102,12 +104,12 @@ class TableData(SplitData):
     skipped: tuple = ()
 
 
+@takes_batching(batch_size=128, seed=0)
 def from_table(
     table,
     features: Optional[Sequence[str]] = None,
     target: Optional[str] = None,
     *,
-    batch_size: int = 128,
     categorical: Sequence[str] = (),
     standardize: bool = True,
     scaling: str = "standard",
@@ -115,13 +117,9 @@ def from_table(
     validation_split: float = 0.0,
     test_split: float = 0.0,
     stratify: bool = True,
-    seed: int = 0,
-    shuffle: Optional[bool] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     raw: bool = False,
     name: Optional[str] = None,
+    batching: Batching,
 ) -> TableData:
     """A CSV (or Parquet) file or DataFrame as batched ``(x, y)`` splits; see the module docstring.
 
@@ -129,7 +127,6 @@ def from_table(
         table: path of a CSV file (with a header row) or a ``pandas.DataFrame``.
         features: input columns; None means every column except `target`.
         target: the column to predict.
-        batch_size: examples per batch of ``data.train`` etc.
         categorical: feature columns to one-hot encode (text or integer codes).
         standardize: scale numeric features using the training rows' statistics.
         scaling: how: ``"standard"`` (zero mean, unit variance) or ``"robust"`` (median and
@@ -138,8 +135,7 @@ def from_table(
             nothing is fitted here (use it for a separate test table).
         validation_split, test_split: fractions of rows held out, drawn with
             `seed`, stratified by class for class targets when `stratify`.
-            With both 0 every row is in ``"train"``.
-        shuffle: None shuffles the train split only.
+            With both 0 every row is in ``"train"``. `batching.seed` draws them (and orders the epochs).
         raw: fit the statistics but feed the values as read (see the module docstring).
         name: what errors call a DataFrame (e.g. the file it was read from).
 
@@ -168,7 +164,7 @@ def from_table(
     y = _target_values(frame, target, classes, source)
 
     labels = y if (classes is not None and stratify) else None
-    rows = splits_lib.random_split(len(frame), fractions, seed=seed, labels=labels)
+    rows = splits_lib.random_split(len(frame), fractions, seed=batching.seed or 0, labels=labels)
     if stats is None:
         train = rows[splits_lib.TRAIN]
         if len(train) == 0:
@@ -205,12 +201,7 @@ def from_table(
         parts=parts,
         input_shape=input_shape,
         num_classes=None if classes is None else len(classes),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
         stats=stats,
         feature_names=tuple(stats.feature_names),
         target=target,
@@ -221,9 +212,11 @@ def from_table(
 
 def _dataset(x, y):
     if isinstance(x, dict):
+        x = {k: (v.astype(str) if v.dtype == object else v) for k, v in x.items()}
+        if not uses_tf_data():  # strings stay NumPy; a model taking them trains on TensorFlow only
+            return Arrays((x, y)), len(y)
         import tensorflow as tf
 
-        x = {k: (v.astype(str) if v.dtype == object else v) for k, v in x.items()}
         return tf.data.Dataset.from_tensor_slices((x, y)), len(y)
     return splits_lib.arrays_dataset(x, y)
 

@@ -35,10 +35,26 @@ class UnknownSplitError(ZooError, ValueError):
     """A split name the dataset does not have."""
 
 
+def available() -> bool:
+    """Whether TFDS can be imported here (it needs TensorFlow; found without importing either)."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("tensorflow", "tensorflow_datasets"))
+    except (ImportError, ValueError):
+        return False
+
+
 def tfds():
     """tensorflow_datasets, imported on first use (it is slow to import)."""
-    import tensorflow_datasets
-
+    try:
+        import tensorflow_datasets
+    except ImportError as e:
+        raise DatasetUnavailableError(
+            f"TensorFlow Datasets cannot be imported ({e}); it needs TensorFlow. Without it zoo reads MNIST "
+            "(mnist, mnist_sequence, mnist32 and the digit subsets) from its arrays file, the bundled datasets "
+            "and your own data (--data)."
+        ) from None
     return tensorflow_datasets
 
 
@@ -54,6 +70,8 @@ def base_name(tfds_name: str) -> str:
 
 
 def is_tfds_name(name: str) -> bool:
+    if not available():
+        return False
     if base_name(name) in tfds_builder_names():
         return True
     tfds_builder_names.cache_clear()  # a builder may have been registered since

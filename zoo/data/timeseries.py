@@ -27,9 +27,10 @@ import dataclasses
 from typing import Optional, Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from zoo.data import splits as splits_lib
+from zoo.data.batches import Batching, Preprocess, takes_batching
+from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
 
@@ -109,12 +110,12 @@ class SeriesData(SplitData):
         return y[..., 0] if len(self.target_columns) == 1 else y
 
 
+@takes_batching(batch_size=32)
 def from_series(
     values,
     window: int,
     horizon: int = 1,
     *,
-    batch_size: int = 32,
     validation_split: float = 0.15,
     test_split: float = 0.15,
     targets: Optional[Sequence] = None,
@@ -122,12 +123,8 @@ def from_series(
     normalize: bool = True,
     stride: int = 1,
     name: str = "series",
-    shuffle: Optional[bool] = None,
-    seed: Optional[int] = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-    repeat: bool = False,
     raw: bool = False,
+    batching: Batching,
 ) -> SeriesData:
     """A 1-D or multivariate series as batched ``(x, y)`` forecasting windows.
 
@@ -169,7 +166,7 @@ def from_series(
     all_starts = np.arange(0, length - window - horizon + 1, stride)
     first_target = all_starts + (1 if seq2seq else window)
     last_target = all_starts + window + horizon - 1
-    normalized = tf.constant((array if raw else (array - mean) / std).astype(np.float32))
+    normalized = (array if raw else (array - mean) / std).astype(np.float32)
     starts, parts = {}, {}
     for split, (lo, hi) in bounds.items():
         split_starts = all_starts[(first_target >= lo) & (last_target < hi)]
@@ -180,18 +177,14 @@ def from_series(
                 "shorter window/horizon or a longer series."
             )
         starts[split] = split_starts
-        parts[split] = (_windows(normalized, split_starts, window, horizon, target_columns, seq2seq), len(split_starts))
+        parts[split] = (Arrays(split_starts.astype(np.int32)), len(split_starts))
     return SeriesData(
         name=name,
         parts=parts,
         input_shape=(window, array.shape[1]),
         num_classes=None,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        cache=cache,
-        drop_remainder=drop_remainder,
-        repeat=repeat,
+        batching=batching,
+        preprocess=_windows(normalized, window, horizon, target_columns, seq2seq),
         window=int(window),
         horizon=int(horizon),
         seq2seq=bool(seq2seq),
@@ -391,20 +384,26 @@ def _target_columns(targets, columns, name):
     return out
 
 
-def _windows(normalized, starts, window, horizon, target_columns, seq2seq):
-    """Unbatched ``(x, y)`` windows gathered from one tensor by start position."""
-    targets = tf.gather(normalized, target_columns, axis=1)
+def _windows(normalized: np.ndarray, window: int, horizon: int, target_columns, seq2seq: bool) -> Preprocess:
+    """Window start -> ``(x, y)``, gathered from the one float32 series `normalized`: each split's
+    examples are its window starts, so no window is ever copied before its batch is made."""
+    targets = np.ascontiguousarray(normalized[:, list(target_columns)])
     squeeze = len(target_columns) == 1
-    x_offsets = tf.range(window)
-    if seq2seq:
-        y_offsets = 1 + tf.range(window)[:, None] + tf.range(horizon)[None, :]
-    else:
-        y_offsets = window + tf.range(horizon)
+    x_offsets = np.arange(window)
+    y_offsets = (1 + np.arange(window)[:, None] + np.arange(horizon)[None, :]) if seq2seq else window + np.arange(horizon)
 
-    def example(start):
-        start = tf.cast(start, tf.int32)
-        x = tf.gather(normalized, start + x_offsets)
-        y = tf.gather(targets, start + y_offsets)
+    def batch(starts):
+        starts = starts.astype(np.int64)
+        x = normalized[starts[:, None] + x_offsets]
+        y = targets[starts.reshape(-1, *([1] * y_offsets.ndim)) + y_offsets]
         return x, (y[..., 0] if squeeze else y)
 
-    return tf.data.Dataset.from_tensor_slices(starts.astype(np.int32)).map(example, num_parallel_calls=tf.data.AUTOTUNE)
+    def example(start):  # traced once per pipeline: the series becomes a constant of its graph
+        import tensorflow as tf
+
+        start = tf.cast(start, tf.int32)
+        x = tf.gather(tf.constant(normalized), start + tf.constant(x_offsets, tf.int32))
+        y = tf.gather(tf.constant(targets), start + tf.constant(y_offsets, tf.int32))
+        return x, (y[..., 0] if squeeze else y)
+
+    return Preprocess("series_windows", example, batch)

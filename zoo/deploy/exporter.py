@@ -164,9 +164,12 @@ def export(
         meta = metadata.describe(model, class_names=class_names, input=input_meaning, signature=signature,
                                  output_names={n: int(v.shape[-1]) if v.ndim > 1 else 1 for n, v in refs.items()})
         model_metadata = None if meta is None else meta.to_json()
-        saved_model_dir, trace_error = _write_saved_model(model, signature, work, meta)
+        other_backend = _backend() != "tensorflow"  # the SavedModel is then written by a TensorFlow child
         model_path, model_path_error = ((source, None) if source and not looped
-                                        else _save_model(model, work, recurrent or bool(guards)))
+                                        else _save_model(model, work, recurrent or bool(guards) or other_backend))
+        saved_model_dir, trace_error = _write_saved_model(
+            model, signature, work, meta, model_file=model_path if other_backend else None,
+            loading={"allow_unsafe_ops": allow_unsafe_ops, "unsafe_deserialization": unsafe_deserialization})
         results: list[ArtifactResult] = []
         layers = model_io.layer_classes(model)
         for target in _targets(fmts, resolved, out, model.name, quantization_aware):
@@ -345,8 +348,22 @@ def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None
     return str(path), None
 
 
-def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | None, str | None]:
-    """(the export's SavedModel, None), or (None, why the model could not be traced)."""
+def _backend() -> str:
+    import keras
+
+    return keras.backend.backend()
+
+
+def _write_saved_model(model, signature, work: Path, meta=None, model_file=None,
+                       loading=None) -> tuple[str | None, str | None]:
+    """(the export's SavedModel, None), or (None, why the model could not be traced).
+
+    With `model_file` (a model on the JAX or PyTorch backend, saved as `.keras`) a child process on the
+    TensorFlow backend loads it and writes the SavedModel, which every format converts from; the
+    reference outputs stay the training backend's, computed here.
+    """
+    if model_file is not None:
+        return _write_saved_model_in_tensorflow(model_file, signature, work, meta, loading or {})
     from zoo.deploy.signature import export_saved_model
 
     path = work / "saved_model_default"
@@ -356,6 +373,43 @@ def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | N
         return None, (f"tracing the model with inputs {signature.describe()} failed: "
                       f"{type(e).__name__}: {e}")[:2000]
     return str(path), None
+
+
+def _write_saved_model_in_tensorflow(model_file, signature, work: Path, meta, loading: dict):
+    import pickle
+    import subprocess
+    import sys
+
+    request = work / "saved_model_request.pkl"
+    with open(request, "wb") as f:
+        pickle.dump({"model_file": str(model_file), "signature": signature, "work": str(work), "meta": meta,
+                     "loading": loading}, f)
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    code = "import sys; from zoo.deploy import exporter; exporter._saved_model_child(sys.argv[1])"
+    done = subprocess.run([sys.executable, "-c", code, str(request)], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        return None, f"writing the SavedModel on the TensorFlow backend failed: {tail}"[:2000]
+    with open(request, "rb") as f:
+        return pickle.load(f)
+
+
+def _saved_model_child(request_path: str) -> None:
+    """In a TensorFlow-backend child: the SavedModel of the `.keras` file a request names (see above)."""
+    import pickle
+
+    import keras
+
+    import zoo.core.model  # noqa: F401  registers zoo's classes
+    from zoo.deploy.model_io import load_model_file
+
+    with open(request_path, "rb") as f:
+        request = pickle.load(f)
+    model = load_model_file(request["model_file"], compile=False, **request["loading"])
+    assert keras.backend.backend() == "tensorflow"
+    result = _write_saved_model(model, request["signature"], Path(request["work"]), request["meta"])
+    with open(request_path, "wb") as f:
+        pickle.dump(result, f)
 
 
 def _keras_outputs(model, signature, x: dict) -> dict:
@@ -378,13 +432,23 @@ def _keras_outputs(model, signature, x: dict) -> dict:
 
 
 def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReference:
-    import tensorflow as tf
-
     first = next(iter(refs.values()))
     row = KerasReference()
     if y is not None and first.ndim > 1 and first.shape[-1] > 1 and np.asarray(y).ndim == 1:
         row.accuracy = float(np.mean(np.argmax(first, -1) == y))
-    if latency_runs:
+    if latency_runs and _backend() != "tensorflow":  # the training backend's own compiled predict step
+        args = signature.pack(inputs.for_keras(inputs.take(x, 0, 1)))
+        batch = args[0] if len(args) == 1 else list(args)
+        times = []
+        for i in range(5 + latency_runs):
+            t0 = time.perf_counter()
+            model.predict_on_batch(batch)
+            if i >= 5:
+                times.append((time.perf_counter() - t0) * 1e3)
+        row.latency_ms = median(times)
+    elif latency_runs:
+        import tensorflow as tf
+
         fn = tf.function(lambda *args: model(*args, training=False))
         args = signature.pack({k: tf.constant(v) for k, v in inputs.for_keras(inputs.take(x, 0, 1)).items()})
         times = []

@@ -108,7 +108,9 @@ class ConversionProcess:
         # re-imports the caller's main module, which reruns an unguarded user script.
         parent_r, child_w = os.pipe()
         child_r, parent_w = os.pipe()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # The converters are TensorFlow's: the child runs the TensorFlow backend whatever the parent's (a model
+        # trained on JAX or PyTorch reaches it as a `.keras` file and a SavedModel written on TensorFlow).
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), KERAS_BACKEND="tensorflow")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(

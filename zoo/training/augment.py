@@ -2,15 +2,17 @@
 
 Specs are strings `"name:amount"`: `translate:0.1` (fraction of the size),
 `rotate:0.05` (fraction of a full turn), `zoom:0.1`, `flip` (horizontal).
-They run as Keras preprocessing layers inside `Dataset.map`, on the train
-split only.
+They run as Keras preprocessing layers on the train split only: inside `Dataset.map` on
+TensorFlow, and on each batch of `zoo.data.batches.ArrayBatches` on JAX and PyTorch (the layers
+compute in the backend's own ops there).
 """
 
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+import numpy as np
 
+from zoo.data.batches import ArrayBatches
 from zoo.errors import UnknownNameError
 
 _LAYERS = {
@@ -38,10 +40,14 @@ def parse(specs) -> list[tuple[str, float]]:
     return parsed
 
 
-def apply(ds: tf.data.Dataset, specs, seed: int | None = None) -> tf.data.Dataset:
-    """Maps the augmentations over a batched `(x, y)` training dataset."""
+def apply(ds, specs, seed: int | None = None):
+    """Maps the augmentations over a batched `(x, y)` training dataset (`tf.data` or `ArrayBatches`)."""
     parsed = parse(specs)
     if not parsed:
         return ds
     pipeline = keras.Sequential([_LAYERS[n](a, seed) for n, a in parsed], name="augment")
+    if isinstance(ds, ArrayBatches):
+        return ds.with_augment(lambda x: np.asarray(keras.ops.convert_to_numpy(pipeline(x, training=True))))
+    import tensorflow as tf
+
     return ds.map(lambda x, y: (pipeline(x, training=True), y), num_parallel_calls=tf.data.AUTOTUNE)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import keras
-import tensorflow as tf
 
 import zoo.data
 from zoo.architectures import registry
@@ -33,7 +32,8 @@ def make_optimizer(config: TrainConfig, steps_per_epoch: int | None,
     """The recipe's optimizer with its learning-rate schedule.
 
     Adam and AdamW are zoo's fused ones (`zoo.core.fused_optimizers`: the same arithmetic, one kernel
-    per variable); `stock=True` gives Keras's own, as the benchmarks' plain-Keras baselines use.
+    per variable on TensorFlow, Keras's own update on the other backends, which fuse it under their
+    compilers); `stock=True` gives Keras's own, as the benchmarks' plain-Keras baselines use.
     """
     lr = config.lr
     if config.schedule == "cosine" and steps_per_epoch:
@@ -46,18 +46,27 @@ def make_optimizer(config: TrainConfig, steps_per_epoch: int | None,
 
 
 def resolve_jit_compile(setting: str | bool) -> bool:
-    """XLA on accelerators only, for "auto".
+    """What "auto" means per backend.
 
-    Keras' own "auto" turns XLA on for every device, but XLA's CPU
-    convolutions are several times slower than oneDNN's: measured here,
-    `convnet_bn` trains at 29 s/epoch with XLA and 7 s/epoch without on
-    2 cores (`scripts/benchmark.py` re-measures this).
+    - TensorFlow: XLA on accelerators only. Keras' own "auto" turns XLA on for every device, but XLA's
+      CPU convolutions are several times slower than oneDNN's: measured here, `convnet_bn` trains at
+      29 s/epoch with XLA and 7 s/epoch without on 2 cores (`scripts/benchmark.py` re-measures this).
+    - JAX: always `jax.jit` (XLA is JAX's only compiler; off means op-by-op dispatch).
+    - PyTorch: eager, as Keras' "auto" (True would be `torch.compile`, whose compile time a CPU run
+      does not win back).
     """
-    if setting == "auto":
-        return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
-    if not isinstance(setting, bool):
+    if not isinstance(setting, bool) and setting != "auto":
         raise ValueError(f"jit_compile must be 'auto', True or False. Received: jit_compile={setting!r}")
-    return setting
+    if setting != "auto":
+        return setting
+    backend = keras.backend.backend()
+    if backend == "jax":
+        return True
+    if backend == "torch":
+        return False
+    import tensorflow as tf
+
+    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
 
 
 def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_epoch: int | None,
@@ -88,17 +97,38 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
     task = get_task(task_of(config, data))
     updates_per_epoch = math.ceil(steps_per_epoch / config.accumulation_steps) if steps_per_epoch else None
     strings = any(str(t.dtype) == "string" for t in model.inputs)  # texts, categories: no XLA kernels
+    if strings and keras.backend.backend() != "tensorflow":
+        from zoo.errors import ZooError
+
+        raise ZooError(f"{model.name} takes strings ({', '.join(t.name for t in model.inputs if str(t.dtype) == 'string')}"
+                       f"), which it tokenizes or looks up itself; strings flow through TensorFlow tensors only, not "
+                       f"{keras.backend.backend()}'s. Train it with --backend tensorflow.")
     chosen = features.from_config(config)
     model = features.prepare_model(model, chosen)  # e.g. the quantization-aware rewrite
+    # Under JAX's DataParallel, evaluation batches are padded to split evenly over the devices with rows of
+    # sample weight 0 (zoo.training.distribute.feed): the metrics must weigh rows, as `weighted_metrics` do.
+    padded = keras.backend.backend() == "jax" and keras.distribution.distribution() is not None
     model.compile(
         optimizer=make_optimizer(config, updates_per_epoch),
         loss=task.build_loss(config.label_smoothing),
-        metrics=task.metrics(),
+        **{"weighted_metrics" if padded else "metrics": task.metrics()},
         jit_compile=False if strings else resolve_jit_compile(config.jit_compile),
-        steps_per_execution=config.steps_per_execution,
+        steps_per_execution=_steps_per_execution(config.steps_per_execution),
         features=chosen,
     )
     return model
+
+
+def _steps_per_execution(steps: int) -> int:
+    """`steps`, except on PyTorch, whose Keras trainer runs one step per call (it refuses more): 1 there, said so.
+    A recipe tuned with it (mnist_speedrun's 8) then trains the same, with more Python round trips."""
+    if steps > 1 and keras.backend.backend() == "torch":
+        import warnings
+
+        warnings.warn(f"steps_per_execution={steps} runs as 1 on the torch backend: Keras's PyTorch trainer runs one "
+                      "step per call.", RuntimeWarning, stacklevel=3)
+        return 1
+    return steps
 
 
 def load_start_model(config: TrainConfig, input_shape) -> keras.Model:

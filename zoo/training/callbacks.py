@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -86,7 +87,8 @@ class SaveBestAtEnd(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if self.stopper.best_weights is not None:
-            self.model.save(self.path)
+            with outside_distribution():  # the chief of a multi-process run saves alone
+                self.model.save(self.path)
 
 
 class StepCounter:
@@ -192,6 +194,9 @@ class ResumableBackup(keras.callbacks.Callback):
         with np.load(self.path) as data:
             meta = json.loads(str(data["meta"]))
             values = [data[f"v{i}"] for i in range(meta["count"])]
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is not None and not optimizer.built:  # Keras builds it at the first step otherwise
+            optimizer.build(model.trainable_variables)
         variables = self._state_variables(model)
         shapes = [tuple(v.shape) for v in variables]
         if len(values) != len(variables) or any(tuple(a.shape) != s for a, s in zip(values, shapes)):
@@ -249,6 +254,37 @@ class ResumableBackup(keras.callbacks.Callback):
             shutil.rmtree(self.backup_dir)
 
 
+@contextlib.contextmanager
+def outside_distribution():
+    """No `keras.distribution` while the chief alone writes a model file.
+
+    Keras' saving creates variables (an optimizer's, to list the attributes to skip), and under a
+    multi-process JAX distribution every process must create a variable together: the chief saving
+    alone would wait for the others, or desynchronize them. Outside it the variables are local.
+    """
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        yield
+        return
+    previous = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(previous)
+
+
+class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """Keras' `ModelCheckpoint`, saving `outside_distribution` (the chief of a multi-process run saves alone)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        with outside_distribution():
+            super().on_train_batch_end(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        with outside_distribution():
+            super().on_epoch_end(epoch, logs)
+
+
 def standard_callbacks(
     run_dir: Path,
     *,
@@ -258,13 +294,16 @@ def standard_callbacks(
     time_limit: float | None = None,
     write_files: bool = True,
 ) -> list[keras.callbacks.Callback]:
-    """Best-weights checkpoint, TensorBoard, CSV history, optional early stopping and time limit.
+    """Best-weights checkpoint, TensorBoard (where TensorFlow is installed), CSV history, optional early
+    stopping and time limit.
 
     `run_dir` gets `best.keras`, `logs/` and `history.csv` (the resumable
     `backup/` is `ResumableBackup`'s, added by the run). With
     `write_files=False` (a non-chief multi-worker task) only the in-memory
     callbacks are returned.
     """
+    from zoo.training import backends
+
     callbacks: list[keras.callbacks.Callback] = []
     stopper = None
     if early_stopping:
@@ -275,12 +314,11 @@ def standard_callbacks(
         # written once then, not at every better epoch (a .keras save is ~0.1-1 s, many times a small
         # table's epoch).
         best = str(run_dir / "best.keras")
-        callbacks += [
-            keras.callbacks.ModelCheckpoint(best, monitor=monitor, mode=mode, save_best_only=True) if stopper is None
-            else SaveBestAtEnd(best, stopper),
-            keras.callbacks.TensorBoard(str(run_dir / "logs")),
-            keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True),
-        ]
+        callbacks.append(ModelCheckpoint(best, monitor=monitor, mode=mode, save_best_only=True) if stopper is None
+                         else SaveBestAtEnd(best, stopper))
+        if backends.tensorflow_available():  # Keras writes TensorBoard's event files with tf.summary
+            callbacks.append(keras.callbacks.TensorBoard(str(run_dir / "logs")))
+        callbacks.append(keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True))
     if stopper is not None:
         callbacks.insert(0, stopper)  # first: its on_train_end restores the best weights before they are saved
     if time_limit:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import contextlib
+
 import keras
 import numpy as np
-import tensorflow as tf
 
 
 @dataclasses.dataclass
@@ -54,7 +55,11 @@ def gradients(fn_or_layer, inputs, *, epsilon: float = 1e-6, tolerance: float = 
     output entry contributes. Gradients are checked with respect to the
     inputs and, for a layer, its trainable weights. The relative error of
     each entry is |a - n| / max(|a|, |n|, 1e-8).
+
+    It differentiates with `tf.GradientTape`: the TensorFlow backend only.
     """
+    import tensorflow as tf
+
     x = tf.constant(np.asarray(inputs, dtype=np.float64))
     if isinstance(fn_or_layer, keras.layers.Layer):
         layer = _float64_copy(fn_or_layer, x)  # a layer would otherwise autocast float64 inputs down
@@ -130,7 +135,8 @@ def overfit_batch(model: keras.Model, batch, *, steps: int = 300, lr: float = 3e
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
     x = keras.ops.convert_to_numpy(x)
     y = keras.ops.convert_to_numpy(y)
-    with model.distribute_strategy.scope():
+    scope = model.distribute_strategy.scope() if keras.backend.backend() == "tensorflow" else contextlib.nullcontext()
+    with scope:
         clone = keras.models.clone_model(model)
         clone.set_weights(model.get_weights())
         clone.compile(optimizer=keras.optimizers.Adam(lr), loss=model.loss, jit_compile=False)

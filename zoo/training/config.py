@@ -18,6 +18,7 @@ from zoo.core.options import (
 )
 from zoo.errors import UnknownNameError, ZooError
 from zoo.fileio import check_dir_creatable
+from zoo.training.backends import BACKENDS
 from zoo.training.distribute import STRATEGIES
 from zoo.training.knobs import FEATURES_GROUP, RUN_GROUP, TRANSFER_GROUP, check_values, knob, knobs
 
@@ -82,7 +83,9 @@ class TrainConfig:
                                     check=POSITIVE_INT, metavar="K")
     augment: tuple = knob((), "image augmentations NAME[:AMOUNT]: translate, rotate, zoom, flip (zoo.training.augment)",
                           check=TEXT, multiple=True, metavar="SPEC,...")
-    strategy: str = knob("auto", "tf.distribute strategy (zoo.training.distribute)", choices=STRATEGIES)
+    strategy: str = knob("auto", "how to train past one device (zoo.training.distribute): data_parallel (JAX; "
+                          "TensorFlow's mirrored), mirrored, multi_worker (TensorFlow), one_device, tpu",
+                          choices=STRATEGIES)
     seed: int | None = knob(0, "random seed ('none': unseeded)", check=NON_NEGATIVE_INT, none=True)
     out: str = knob("runs", "root of run directories: checkpoints, backup, logs, history.csv", check=PATH, metavar="DIR")
     train_split: str = knob("train", "split to train on, e.g. train[:90%]", check=TEXT, metavar="SPLIT")
@@ -140,6 +143,9 @@ class TrainConfig:
     qat_freeze_bn_after: int | None = knob(None, "QAT: freeze BatchNorm statistics after STEPS steps",
                                            check=NON_NEGATIVE_INT, none=True, metavar="STEPS", group=FEATURES_GROUP)
     # Reproducibility and safety.
+    backend: str | None = knob(None, "the Keras backend to train on (default: $KERAS_BACKEND, else tensorflow); "
+                               "chosen before Keras is imported (zoo.training.backends)", choices=BACKENDS, none=True,
+                               group=RUN_GROUP)
     deterministic: bool = knob(False, "with a seed: bitwise identical runs (enables op determinism)", check=BOOL,
                                group=RUN_GROUP)
     backup_every: int | None = knob(100, "save the resumable state every STEPS steps and at each epoch end",

@@ -28,7 +28,7 @@ import importlib
 from zoo.core.options import Option, OptionError, as_tuple
 
 FEATURES_GROUP = "train_step features (zoo.training.features; they compose)"
-RUN_GROUP = "reproducibility, resume, checks, multi-worker"
+RUN_GROUP = "backend, reproducibility, resume, checks, multi-worker"
 TRANSFER_GROUP = "starting from pretrained weights (transfer learning) and saving presets"
 
 

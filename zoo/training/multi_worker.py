@@ -1,15 +1,29 @@
-"""Multi-worker training: TF_CONFIG checks, the Keras 3 fixes `fit` needs, and a local launcher.
+"""Multi-worker training on TensorFlow and JAX: the cluster from the environment, a bounded wait for the
+other workers, a dead worker that stops the others, the Keras 3 fixes `fit` needs, and a local launcher.
+
+TensorFlow (`MultiWorkerMirroredStrategy`):
 
 - `parse_tf_config()` validates `TF_CONFIG` before TensorFlow sees it.
-- `create_strategy()` builds `MultiWorkerMirroredStrategy`, ending the
-  process within `timeout_s` (naming the unreachable workers) instead of
-  waiting forever for a worker that never comes up.
+- `create_strategy()` builds the strategy, ending the process within `timeout_s` (naming the
+  unreachable workers) instead of waiting forever for a worker that never comes up. While training,
+  a dead peer is found by TensorFlow's coordination service heartbeat where it runs one, else by
+  the strategy's health check (every `HEALTH_CHECK_S` seconds here); either aborts the collectives,
+  and the run stops naming the dead worker (`dead_worker`).
 - `apply_keras_fixes()` patches two bugs in Keras' TF trainer that break
   `fit` under `MultiWorkerMirroredStrategy` (keras-team/keras#20585); each
   patch is applied only while the broken code is detected in the installed
   Keras, so it becomes a no-op once Keras fixes it upstream.
-- `launch(argv, workers)` starts N local `zoo train` workers on 127.0.0.1
-  with free ports (`zoo train --workers N`).
+
+JAX (`keras.distribution.DataParallel` over the devices of several processes):
+
+- `initialize_jax()` joins the processes through `jax.distributed.initialize`, with the coordinator
+  address, process count and index from the variables Keras reads (`JAX_ENV`, as
+  `keras.distribution.initialize` does), within `timeout_s`. The coordination service's heartbeat
+  (`HEARTBEAT_S`) ends every process when one dies, naming it.
+
+Both: `launch(argv, workers)` starts N local `zoo train` workers on 127.0.0.1 with free ports
+(`zoo train --workers N`), and when one dies, gives the others `GRACE_S` to stop on their own before
+stopping them; it names the dead worker.
 """
 
 from __future__ import annotations
@@ -26,6 +40,17 @@ import time
 from zoo.errors import ZooError
 
 DEFAULT_TIMEOUT_S = 120.0  # override with $ZOO_WORKER_TIMEOUT_S
+HEALTH_CHECK_S = 5  # TensorFlow: seconds between peer checks (TF's own default, 30, can take 60 s to notice)
+HEARTBEAT_S = 10  # JAX: a process silent this long is dead (jax.distributed's default is 100 s)
+GRACE_S = 45.0  # the launcher: how long the others get to stop on their own after one died
+# The variables `keras.distribution.initialize` reads: the coordinator first (or every address, comma
+# separated), the number of processes, this process's index.
+JAX_ENV = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES", "KERAS_DISTRIBUTION_PROCESS_ID")
+
+
+def worker_timeout_s() -> float:
+    """How long a worker waits for the others to join: $ZOO_WORKER_TIMEOUT_S, else `DEFAULT_TIMEOUT_S`."""
+    return float(os.environ.get("ZOO_WORKER_TIMEOUT_S", DEFAULT_TIMEOUT_S))
 
 
 def parse_tf_config(text: str | None = None) -> dict:
@@ -89,6 +114,13 @@ os.kill(parent, signal.SIGKILL)
 """
 
 
+def _watchdog(timeout: float, message: str, peers: list[str]) -> subprocess.Popen:
+    """A TensorFlow- and JAX-free process that ends this one after `timeout` s, printing `message` (with
+    the unreachable `peers` for {missing}), unless its stdin is closed first (see `_WATCHDOG`)."""
+    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(timeout), message, *peers],
+                            stdin=subprocess.PIPE, text=True)
+
+
 def create_strategy(timeout_s: float | None = None):
     """`MultiWorkerMirroredStrategy` from TF_CONFIG, or a clear error within `timeout_s`.
 
@@ -98,10 +130,15 @@ def create_strategy(timeout_s: float | None = None):
     that of SIGKILL (-9, shells show 137).
     """
     import tensorflow as tf
+    from tensorflow.python.distribute import collective_all_reduce_strategy
 
     config = parse_tf_config()
-    timeout_s = float(os.environ.get("ZOO_WORKER_TIMEOUT_S", DEFAULT_TIMEOUT_S)) if timeout_s is None else timeout_s
+    timeout_s = worker_timeout_s() if timeout_s is None else timeout_s
     apply_keras_fixes()
+    # A dead peer is found by TF's health check thread, which then aborts the collectives (the survivors'
+    # `fit` raises UnavailableError naming it). Its defaults (every 30 s, 3 tries of 10 s) can take a
+    # minute; a refused connection to a killed worker fails at once, so checking often costs nothing.
+    collective_all_reduce_strategy.CollectiveAllReduceExtended._check_health_interval = HEALTH_CHECK_S
     me = config["cluster"][config["task"]["type"]][config["task"]["index"]]
     peers = [a for addresses in config["cluster"].values() for a in addresses if a != me]
     message = (
@@ -109,8 +146,7 @@ def create_strategy(timeout_s: float | None = None):
         f"(this task: {config['task']['type']} {config['task']['index']} at {me}). Start every task listed in "
         "TF_CONFIG, or set ZOO_WORKER_TIMEOUT_S to wait longer."
     )
-    watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(timeout_s), message, *peers],
-                                stdin=subprocess.PIPE, text=True)
+    watchdog = _watchdog(timeout_s, message, peers)
     try:
         options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout_s)
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
@@ -119,6 +155,94 @@ def create_strategy(timeout_s: float | None = None):
     finally:
         watchdog.stdin.close()
         watchdog.wait()
+
+
+def dead_worker(error: BaseException) -> str | None:
+    """The worker a TensorFlow collective error says is down (`/job:worker/replica:0/task:1`), or None where
+    the error is not a collective's."""
+    import re
+
+    text = str(error)
+    found = (re.search(r"(/job:\w+/replica:\d+/task:\d+) is down", text)  # the health check's verdict
+             or re.search(r"stopped sending heartbeats\):\s*(/job:\w+/replica:\d+/task:\d+)", text)  # the
+             # coordination service's, where TensorFlow runs one (it then replaces the health check)
+             or re.search(r"from remote target (/job:\w+/replica:\d+/task:\d+)", text))  # a collective's peer
+    if found:
+        return found.group(1)
+    return "a peer worker" if "Collective ops is aborted" in text else None
+
+
+# -- JAX -------------------------------------------------------------------------------------------
+
+
+def await_jax_verdict(error: BaseException) -> str | None:
+    """After a cross-process collective failed (Gloo: "Connection reset by peer"): waits for the coordination
+    service to name the process that stopped. When its heartbeat check finds it (`HEARTBEAT_S`), the service
+    ends every other process itself, with "The following tasks are unhealthy (stopped sending heartbeats):
+    <index>"; this returns only if that has not happened by then (None: the error is another one)."""
+    text = str(error)
+    if "Gloo" not in text and "UNAVAILABLE" not in text and "heartbeat" not in text:
+        return None
+    print(f"error: multi_worker: a cross-process collective failed ({text.splitlines()[0][:300]}); a peer process has "
+          f"probably stopped. Waiting up to {2 * HEARTBEAT_S} s for the coordination service to name it.",
+          file=sys.stderr, flush=True)
+    time.sleep(2 * HEARTBEAT_S + 5)
+    return "a peer process"
+
+
+def parse_jax_env(env=None) -> tuple[str, int, int]:
+    """(coordinator address, process count, this process's index) from `JAX_ENV`, checked."""
+    env = os.environ if env is None else env
+    missing = [name for name in JAX_ENV if not env.get(name)]
+    if missing:
+        raise ZooError(f"strategy 'multi_worker' on JAX needs {', '.join(JAX_ENV)} (the coordinator's host:port, the "
+                       f"number of processes, this one's index; as keras.distribution.initialize reads them). "
+                       f"Missing: {', '.join(missing)}. `zoo train --workers N` sets them for local workers.")
+    addresses, count, index = (env[name].strip() for name in JAX_ENV)
+    coordinator = addresses.split(",")[0].strip()
+    host, sep, port = coordinator.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ZooError(f"{JAX_ENV[0]} must start with the coordinator's 'host:port'. Received: {addresses!r}")
+    if not count.isdigit() or int(count) < 1:
+        raise ZooError(f"{JAX_ENV[1]} must be a positive integer. Received: {count!r}")
+    if not index.isdigit() or not int(index) < int(count):
+        raise ZooError(f"{JAX_ENV[2]} must be an integer in [0, {count}). Received: {index!r}")
+    if "," in addresses and len(addresses.split(",")) != int(count):
+        raise ZooError(f"{JAX_ENV[0]} lists {len(addresses.split(','))} addresses for {count} processes.")
+    return coordinator, int(count), int(index)
+
+
+def initialize_jax(timeout_s: float | None = None) -> tuple[int, int]:
+    """Joins this process to the others through `jax.distributed` (see the module docstring); returns
+    (process index, process count). Call before JAX computes anything.
+
+    Every process waits for all the others to register with the coordinator (process 0). A watchdog
+    ends this one after `timeout_s` with a message naming what is missing, as for TensorFlow. On CPU the
+    processes exchange gradients through Gloo (`jax_cpu_collectives_implementation`).
+    """
+    import jax
+
+    coordinator, count, index = parse_jax_env()
+    timeout_s = worker_timeout_s() if timeout_s is None else timeout_s
+    if jax.distributed.is_initialized():
+        return jax.process_index(), jax.process_count()
+    if not any(p in os.environ.get("JAX_PLATFORMS", "cpu") for p in ("cuda", "gpu", "tpu", "rocm")):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    who = "the other processes" if index == 0 else f"the coordinator (process 0) at {coordinator}"
+    message = (f"error: multi_worker: process {index} of {count} did not see {who} join within {timeout_s:g} s "
+               f"(coordinator {coordinator}). Start every process with the same {JAX_ENV[0]} and "
+               f"{JAX_ENV[1]}, or set ZOO_WORKER_TIMEOUT_S to wait longer.")
+    watchdog = _watchdog(timeout_s, message, [coordinator] if index else [])
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=count, process_id=index,
+                                   initialization_timeout=int(timeout_s) + 60, heartbeat_timeout_seconds=HEARTBEAT_S)
+    finally:
+        watchdog.stdin.close()
+        watchdog.wait()
+    from keras.src.backend.jax.distribution_lib import initialize_rng
+
+    initialize_rng()  # one seed for every process where none was set (as keras.distribution.initialize does)
+    return index, count
 
 
 def is_chief(strategy) -> bool:
@@ -239,39 +363,69 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def local_tf_configs(workers: int) -> list[str]:
-    """One TF_CONFIG per worker of a loopback cluster on free ports; worker 0 is the chief."""
+def _check_workers(workers) -> None:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer. Received: workers={workers!r}")
+
+
+def local_tf_configs(workers: int) -> list[str]:
+    """One TF_CONFIG per worker of a loopback cluster on free ports; worker 0 is the chief."""
+    _check_workers(workers)
     addresses = [f"127.0.0.1:{p}" for p in free_ports(workers)]
     return [json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": i}}) for i in range(workers)]
 
 
-def launch(train_args: list[str], workers: int, timeout_s: float | None = None) -> int:
+def local_environments(workers: int, backend: str = "tensorflow") -> list[dict]:
+    """The environment of each local worker: its TF_CONFIG (TensorFlow) or `JAX_ENV` (JAX, process 0 the
+    coordinator on a free port)."""
+    _check_workers(workers)
+    if backend == "tensorflow":
+        return [{"TF_CONFIG": c} for c in local_tf_configs(workers)]
+    if backend != "jax":
+        raise ZooError(f"--workers needs the tensorflow or jax backend: Keras has no multi-process training on "
+                       f"{backend}. Received: backend={backend!r}")
+    coordinator = f"127.0.0.1:{free_ports(1)[0]}"
+    return [dict(zip(JAX_ENV, (coordinator, str(workers), str(i)))) for i in range(workers)]
+
+
+def _ended(code: int) -> str:
+    import signal
+
+    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+
+
+def launch(train_args: list[str], workers: int, timeout_s: float | None = None, backend: str = "tensorflow") -> int:
     """Runs `zoo train *train_args --strategy multi_worker` as `workers` local processes.
 
     Worker 0 (the chief) prints to this terminal; the others' output is shown
-    only if they fail. Returns 0 when every worker exits 0; when one fails, the
-    others are stopped and its exit code is returned.
+    only if they fail. Returns 0 when every worker exits 0. When one fails, the
+    others get `GRACE_S` to notice and stop on their own (naming it), then are
+    stopped; its exit code is returned (128 + the signal for a killed worker).
     """
-    configs = local_tf_configs(workers)
     procs, logs = [], []
-    for i, tf_config in enumerate(configs):
-        env = dict(os.environ, TF_CONFIG=tf_config)
+    for i, extra in enumerate(local_environments(workers, backend)):
+        env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG" and k not in JAX_ENV}
+        env.update(extra, KERAS_BACKEND=backend)
         cmd = [sys.executable, "-m", "zoo.cli", "train", *train_args, "--strategy", "multi_worker"]
         log = None if i == 0 else tempfile.TemporaryFile("w+")  # a file, not a pipe: never blocks the worker
         logs.append(log)
         procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=log, text=True))
+    print(f"launched {workers} {backend} workers: " + ", ".join(f"worker {i} pid {p.pid}" for i, p in enumerate(procs)),
+          file=sys.stderr, flush=True)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     codes: list[int | None] = [None] * workers
-    failed = None
+    failed = failed_at = None
     while any(c is None for c in codes):
         for i, p in enumerate(procs):
             if codes[i] is None and p.poll() is not None:
                 codes[i] = p.returncode
                 if p.returncode != 0 and failed is None:
-                    failed = i
-        if failed is not None or (deadline is not None and time.monotonic() > deadline):
+                    failed, failed_at = i, time.monotonic()
+                    print(f"error: worker {i} (pid {p.pid}) {_ended(p.returncode)}; waiting up to {GRACE_S:g} s for "
+                          "the others to stop", file=sys.stderr, flush=True)
+        if failed is not None and time.monotonic() - failed_at > GRACE_S:
+            break
+        if deadline is not None and time.monotonic() > deadline:
             break
         time.sleep(0.2)
     for i, p in enumerate(procs):
@@ -290,7 +444,10 @@ def launch(train_args: list[str], workers: int, timeout_s: float | None = None) 
                 sys.stderr.write(f"--- worker {i} (exit {codes[i]}) ---\n{log.read()[-4000:]}\n")
             log.close()
     if failed is not None:
-        return codes[failed] or 1
+        print(f"error: worker {failed} {_ended(codes[failed])}; every worker has stopped "
+              f"({', '.join(f'worker {i}: {_ended(c) if c else 0}' for i, c in enumerate(codes))}). The chief's "
+              "last backup is kept: re-running the same command resumes from it.", file=sys.stderr, flush=True)
+        return 128 - codes[failed] if codes[failed] < 0 else codes[failed]
     if deadline is not None and any(c != 0 for c in codes):
         print(f"error: workers did not finish within {timeout_s:g} s", file=sys.stderr)
         return 1

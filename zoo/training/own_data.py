@@ -29,12 +29,12 @@ from typing import Callable
 
 from zoo.architectures import registry
 from zoo.data.path_data import Inference, PathData, from_path
-from zoo.training.config import TrainConfig, load_recipe
+from zoo.data.reading import ReadOptions
+from zoo.training.config import DATA_GROUP, TrainConfig, load_recipe
+from zoo.training.knobs import knobs
 
-# The default recipe per kind of data; images also by size (the small-image recipe up to this side).
-RECIPES = {"image": "own_data/images", "image_large": "own_data/images_large", "table": "own_data/table",
-           "text": "own_data/text", "series": "own_data/series"}
-SMALL_IMAGE_SIDE = 64
+# The data knobs whose names differ from `ReadOptions`' (a knob `target` is the target metric already).
+_READ_AS = {"target_column": "target", "val_fraction": "validation_split", "test_fraction": "test_split"}
 # Epochs so that a small data set still gets about this many example visits (within the bounds).
 EXAMPLE_VISITS = 150_000
 MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
@@ -43,43 +43,24 @@ MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
 # Early stopping and --time-limit end most runs well before the last epoch.
 TABLE_BATCHES, TABLE_BATCH_BOUNDS = 32, (16, 256)
 TABLE_VISITS, TABLE_EPOCH_BOUNDS = 2_000_000, (30, 300)
-# Tables up to this many train rows get a TabM-mini ensemble of TABLE_MEMBERS MLPs (tabular_mlp's `members`):
-# it costs about TABLE_MEMBERS times the compute, seconds on such a table, and lowers the variance that
-# small tables suffer most from (benchmarks/results/tables.md).
-TABLE_ENSEMBLE_ROWS, TABLE_MEMBERS = 5_000, 8
+# (How many MLPs a table's model ensembles is the table kind's: zoo.data.kinds.Table.builder_arguments.)
+
+
+def read_options(config: TrainConfig) -> ReadOptions:
+    """The config's data knobs as `ReadOptions` (derived from the knob declarations, `_READ_AS` renames)."""
+    given = {_READ_AS.get(k.name, k.name): getattr(config, k.name) for k in knobs(TrainConfig)
+             if k.group == DATA_GROUP and k.name != "data"}
+    return ReadOptions(**given, seed=config.seed or 0, batch_size=config.batch_size)
 
 
 def read(config: TrainConfig) -> PathData:
     """The data of `config.data`, read with the config's data knobs."""
-    return from_path(
-        config.data,
-        target=config.target_column,
-        task=config.task,
-        features=config.features,
-        categorical=config.categorical,
-        text_column=config.text_column,
-        time_column=config.time_column,
-        horizon=config.horizon,
-        window=config.window,
-        image_size=config.image_size,
-        color_mode=config.color_mode,
-        classes=config.classes,
-        validation_split=config.val_fraction,
-        test_split=config.test_fraction,
-        seed=config.seed or 0,
-        batch_size=config.batch_size,
-        scaling=config.scaling,
-    )
+    return from_path(config.data, read_options(config))
 
 
 def recipe_for(data: PathData) -> tuple[str, str]:
-    """``(recipe name, reason)``: the default recipe for this data."""
-    if data.kind == "image":
-        side = max(data.raw_input.image_size)
-        if side <= SMALL_IMAGE_SIDE:
-            return RECIPES["image"], f"images of at most {SMALL_IMAGE_SIDE} px"
-        return RECIPES["image_large"], f"images larger than {SMALL_IMAGE_SIDE} px"
-    return RECIPES[data.kind], f"{data.kind} data"
+    """``(recipe name, reason)``: the default recipe for this data (its kind's, `zoo.data.kinds`)."""
+    return data.kind.default_recipe(data)
 
 
 def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[str], None] = print,
@@ -167,16 +148,7 @@ def output_units(data: PathData) -> int:
 def builder_arguments(config: TrainConfig, data: PathData) -> dict:
     """Builder keywords the data fixes (name -> (value, reason)), for those the builder takes."""
     params = inspect.signature(registry.get_spec(config.model).builder).parameters
-    found = {}
-    if data.kind == "text" and "vocab_size" in params:
-        found["vocab_size"] = (data.raw_input.vocab_size, "words in the train texts + padding + unknown")
-    if data.kind == "table" and "numeric_features" in params:
-        found["numeric_features"] = (len(data.raw_input.numeric), "the numeric columns come first (embedded); "
-                                     "one-hot codes follow")
-    if data.kind == "table" and "members" in params:
-        rows = data.splits.num_examples.get("train", 0)
-        found["members"] = (TABLE_MEMBERS, f"a TabM-mini ensemble: {rows} train rows, at most {TABLE_ENSEMBLE_ROWS:,}") \
-            if rows <= TABLE_ENSEMBLE_ROWS else (1, f"one MLP: {rows} train rows, more than {TABLE_ENSEMBLE_ROWS:,}")
+    found = dict(data.kind.builder_arguments(data, params))
     if data.task in ("regression", "forecast") and "classifier_activation" in params:
         found["classifier_activation"] = (None, f"{data.task}: a linear output")
     return found

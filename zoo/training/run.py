@@ -10,17 +10,24 @@ same run can be started from Python:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
+import json
 import math
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import keras
-import tensorflow as tf
+import numpy as np
 
 import zoo.data
+from zoo.data import batches
 from zoo.errors import ZooError
-from zoo.fileio import ensure_dir
-from zoo.training import augment, baselines, distribute, features, thread_pools
+from zoo.fileio import atomic_write_text, ensure_dir
+from zoo.training import augment, backends, baselines, distribute, features, multi_worker, thread_pools
 from zoo.training.builders import build_and_compile, load_splits, task_of
 from zoo.training.callbacks import (
     NonFiniteGuard,
@@ -29,6 +36,7 @@ from zoo.training.callbacks import (
     WallClock,
     default_verbose,
     kept_epoch,
+    outside_distribution,
     standard_callbacks,
 )
 from zoo.training.config import TrainConfig
@@ -54,6 +62,8 @@ class TrainResult:
     kept_epoch: int | None = None  # with early stopping: the (1-based) epoch whose weights the model holds
     kept_value: str = ""  # that epoch's monitored value, e.g. "val_loss 0.1234"
     stopped_because: str = ""  # early stopping, the time limit, or the last epoch
+    backend: str = "tensorflow"  # the Keras backend it trained on
+    notes: tuple = ()  # what the run left out, and why (e.g. no SavedModel without TensorFlow)
 
 
 def train(config: TrainConfig, data=None) -> TrainResult:
@@ -69,93 +79,116 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     augment.parse(config.augment)
     if config.baseline:
         baselines.get(config.baseline)
-    # The thread pool and the strategy first: both must be set before anything initializes TF.
+    backend = backends.use(config.backend)  # Keras is imported: this checks it runs the backend asked for
+    # The thread pool and the strategy first: both must be set before anything initializes the backend.
     thread_pools.set_intra_op_threads(config.intra_op_threads)
     strategy = distribute.strategy(config.strategy)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)
     if config.deterministic:
-        # Fixed op order and algorithms; with the seed this makes runs bitwise identical.
-        tf.config.experimental.enable_op_determinism()
+        backends.determinism(config.seed is not None)  # fixed op order and algorithms: bitwise identical runs
     is_chief = distribute.is_chief(strategy)
     if config.data and data is None:
         from zoo.training import own_data
 
         data = own_data.read(config)
     if data is not None:
+        if backend not in data.kind.backends(data):
+            raise ZooError(f"{data.path}: this {data.kind} data trains on the {' or '.join(data.kind.backends(data))} "
+                           f"backend only, not {backend}: its model takes strings ({data.raw_input.describe()}), and "
+                           f"strings flow through TensorFlow tensors only. Use --backend tensorflow.")
         info = data.dataset_info()
     else:
         info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
-    train_ds, val_ds, test_ds = load_splits(config, data)
 
-    steps_per_epoch = int(train_ds.cardinality())
+    def splits():
+        train, val, test = load_splits(config, data)
+        return (distribute.feed(strategy, train, training=True), distribute.feed(strategy, val, training=False),
+                distribute.feed(strategy, test, training=False))
+
+    train_ds, val_ds, test_ds = splits()
+    steps_per_epoch = batches.steps_per_epoch(train_ds)
     if steps_per_epoch == 0:
         raise ValueError(f"Split {config.train_split!r} of {config.data or config.dataset!r} is empty.")
-    exact_resume = steps_per_epoch > 0
-    if steps_per_epoch < 0:  # unknown cardinality
+    exact_resume = steps_per_epoch is not None
+    if steps_per_epoch is None:  # unknown cardinality
         n = info.splits.get(config.train_split)
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
-    with strategy.scope():
-        model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
-
-    if config.sanity_check:
-        from zoo.training import checks
-
-        report = checks.overfit_batch(model, next(iter(train_ds)))
-        if not report.passed:
-            raise ZooError(f"Sanity check failed: {report}")
-        print(f"sanity check: {report}")
-
-    task = get_task(task_of(config, data))
-    # Your own data: early stopping and the best checkpoint follow the loss. Validation splits of a few
-    # dozen rows make accuracy a coarse, tied signal (breast_cancer: stopped at epoch 4 of 35, 84% test).
-    name, mode = ("loss", "min") if data is not None and config.target is None else (task.monitor, task.mode)
-    monitor = f"val_{name}" if val_ds is not None else name
-    clock = WallClock(monitor=monitor, target=config.target, mode=mode)
     run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
-    guard = NonFiniteGuard(steps_per_epoch)
-    backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
-                             write=is_chief, guard=guard)
-    resumed = backup.restore(model)
-    guard.step_offset = backup.global_step
-    callbacks = [
-        guard,
-        backup,
-        *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
-                            time_limit=config.time_limit, write_files=is_chief),
-        *model.feature_callbacks(),
-        clock,
-    ]
-    verbose = default_verbose() if config.verbose is None else config.verbose
-    fit = functools.partial(model.fit, validation_data=val_ds, callbacks=callbacks, verbose=verbose, shuffle=False)
-    history = _fit_from(fit, lambda: load_splits(config, data)[0], config, steps_per_epoch if exact_resume else None, backup.epoch,
-                        backup.step_in_epoch, multi_worker=distribute.is_multi_worker(strategy))
-
-    if guard.bad_step is not None:
-        last = (f"{backup.path} (saved after step {backup.last_saved_step}; kept, re-running the same command "
-                f"resumes from it)" if backup.last_saved_step else "none (no step was saved before it)")
-        raise NonFiniteLossError(
-            f"The training loss became NaN/Inf at step {guard.bad_step} ({guard.bad_where}); training stopped. "
-            f"Last good checkpoint: {last}. Lower the learning rate, clip gradients (--clip-norm) or check the data."
-        )
-    kept, kept_value, stopped_because = kept_epoch(callbacks)
-    for f in model.train_features:
-        if isinstance(f, features.EMA):
-            f.copy_to_model()  # evaluate and export the averaged weights
     if is_chief:
-        model.save(run_dir / "last.keras")
-    backup.cleanup()
+        _record(run_dir, config, strategy)
+    with distribute.activated(strategy):
+        with strategy.scope():
+            model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
 
-    test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0) if test_ds is not None else {}
+        if config.sanity_check:
+            from zoo.training import checks
+
+            report = checks.overfit_batch(model, batches.first_batch(train_ds))
+            if not report.passed:
+                raise ZooError(f"Sanity check failed: {report}")
+            print(f"sanity check: {report}")
+
+        task = get_task(task_of(config, data))
+        # Your own data: early stopping and the best checkpoint follow the loss. Validation splits of a few
+        # dozen rows make accuracy a coarse, tied signal (breast_cancer: stopped at epoch 4 of 35, 84% test).
+        name, mode = ("loss", "min") if data is not None and config.target is None else (task.monitor, task.mode)
+        monitor = f"val_{name}" if val_ds is not None else name
+        clock = WallClock(monitor=monitor, target=config.target, mode=mode)
+        guard = NonFiniteGuard(steps_per_epoch)
+        backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
+                                 write=is_chief, guard=guard)
+        resumed = backup.restore(model)
+        guard.step_offset = backup.global_step
+        callbacks = [
+            guard,
+            backup,
+            *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
+                                time_limit=config.time_limit, write_files=is_chief),
+            *_feature_callbacks(model),
+            clock,
+        ]
+        verbose = default_verbose() if config.verbose is None else config.verbose
+        fit = functools.partial(model.fit, validation_data=val_ds, callbacks=callbacks, verbose=verbose,
+                                shuffle=False)
+        multi = distribute.is_multi_worker(strategy)
+        try:
+            history = _fit_from(fit, lambda: splits()[0], config, steps_per_epoch if exact_resume else None,
+                                backup.epoch, backup.step_in_epoch, multi_worker=multi and backend == "tensorflow")
+        except Exception as e:
+            if not multi:
+                raise
+            dead = multi_worker.dead_worker(e) if backend == "tensorflow" else multi_worker.await_jax_verdict(e)
+            if dead is None:
+                raise
+            last = f"{backup.path} (after step {backup.last_saved_step})" if backup.last_saved_step else "none yet"
+            raise ZooError(f"multi_worker: {dead} stopped during training, so this worker stopped too. Last backup: "
+                           f"{last}; re-running the same command on every worker resumes from it.") from None
+
+        if guard.bad_step is not None:
+            last = (f"{backup.path} (saved after step {backup.last_saved_step}; kept, re-running the same command "
+                    f"resumes from it)" if backup.last_saved_step else "none (no step was saved before it)")
+            raise NonFiniteLossError(
+                f"The training loss became NaN/Inf at step {guard.bad_step} ({guard.bad_where}); training stopped. "
+                f"Last good checkpoint: {last}. Lower the learning rate, clip gradients (--clip-norm) or check the data."
+            )
+        kept, kept_value, stopped_because = kept_epoch(callbacks)
+        for f in getattr(model, "train_features", ()):
+            if isinstance(f, features.EMA):
+                f.copy_to_model()  # evaluate and export the averaged weights
+        if is_chief:
+            with outside_distribution():
+                model.save(run_dir / "last.keras")
+        backup.cleanup()
+
+        test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0) if test_ds is not None else {}
     baseline = baselines.run(config) if config.baseline and is_chief else None
-    export_path = None
+    export_path, notes = None, []
     if config.export_dir and is_chief:
-        from zoo.deploy import publish_saved_model
-
         # Real test (or validation) examples become the version's TF Serving warmup records.
-        export_path = publish_saved_model(model, config.export_dir, config.model,
-                                          warmup_data=test_ds if test_ds is not None else val_ds)
+        export_path, note = _publish(model, run_dir / "last.keras", config, test_ds if test_ds is not None else val_ds)
+        notes += [note] if note else []
     test_metrics = {k: float(v) for k, v in test_metrics.items()}
     preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
     return TrainResult(
@@ -176,21 +209,99 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         kept_epoch=kept,
         kept_value=kept_value,
         stopped_because=stopped_because,
+        backend=backend,
+        notes=tuple(notes),
     )
+
+
+def _feature_callbacks(model) -> list:
+    return model.feature_callbacks() if hasattr(model, "feature_callbacks") else []
+
+
+RUN_FILE = "run.json"
+
+
+def _record(run_dir: Path, config: TrainConfig, strategy) -> None:
+    """`run.json` in the run folder: the config as run (the backend filled in), the backend's versions and
+    devices, the strategy, when it started."""
+    record = {
+        "config": {**dataclasses.asdict(config), "backend": backends.current()},
+        "backend": backends.describe(),
+        "strategy": {"name": config.strategy, "replicas": int(strategy.num_replicas_in_sync),
+                     "processes": getattr(strategy, "process_count", None) or _tf_workers(strategy)},
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+    }
+    atomic_write_text(run_dir / RUN_FILE, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def _tf_workers(strategy) -> int:
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not distribute.is_multi_worker(strategy):
+        return 1
+    return sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values())
+
+
+def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
+    """(the published SavedModel version, None), or (None, why not).
+
+    On TensorFlow the model publishes itself (`zoo.deploy.publish_saved_model`). On JAX and PyTorch a
+    child process on the TensorFlow backend loads the run's `.keras` file and publishes it, as the
+    conversion child of `zoo export` does; without TensorFlow installed there is no SavedModel.
+    """
+    from zoo.deploy import publish_saved_model
+
+    if keras.backend.backend() == "tensorflow":
+        return publish_saved_model(model, config.export_dir, config.model, warmup_data=warmup_ds), None
+    if not backends.tensorflow_available():
+        return None, (f"no SavedModel in {config.export_dir}: it is written by TensorFlow, which is not installed "
+                      f"here. {keras_file} exports to every format with `zoo export` where it is.")
+    with tempfile.TemporaryDirectory(prefix="zoo-publish-") as tmp:
+        warmup = None
+        if warmup_ds is not None:
+            x = batches.first_batch(warmup_ds)[0]
+            warmup = os.path.join(tmp, "warmup.npz")
+            leaves = keras.tree.flatten(x)
+            np.savez(warmup, **{f"x{i}": np.asarray(v)[:10] for i, v in enumerate(leaves)})
+        code = ("import sys, numpy as np, zoo.training.run as r; "
+                "r._publish_child(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] or None)")
+        env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        done = subprocess.run([sys.executable, "-c", code, str(keras_file), str(config.export_dir), config.model,
+                               warmup or ""], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return None, f"no SavedModel: publishing it on the TensorFlow backend failed: {' | '.join(tail)}"
+    return Path(done.stdout.strip().splitlines()[-1]), None
+
+
+def _publish_child(keras_file: str, export_dir: str, name: str, warmup: str | None) -> None:
+    """In a TensorFlow-backend child: load the run's `.keras` file and publish it (see `_publish`)."""
+    import zoo  # noqa: F401  registers zoo's classes
+    import zoo.core.model  # noqa: F401
+    from zoo.deploy import publish_saved_model
+
+    model = keras.saving.load_model(keras_file, safe_mode=True, compile=False)
+    x = None
+    if warmup:
+        with np.load(warmup) as f:
+            leaves = [f[f"x{i}"] for i in range(len(f.files))]
+        x = leaves[0] if len(leaves) == 1 else keras.tree.pack_sequence_as(model.input, leaves)
+    print(publish_saved_model(model, export_dir, name, warmup_data=x))
 
 
 def save_run_preset(model, config: TrainConfig, test_metrics: dict):
     """The finished run's weights as preset `config.save_preset`, with its recipe, data and test metrics."""
     from zoo.core import presets
 
-    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split}
+    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split,
+            "backend": backends.current()}
     if config.data:  # your own data: its path and how it was read (zoo.training.own_data)
         data = {"data": str(config.data), "splits": "train, with validation and test held out"}
     if config.weights:
         data["started_from"] = str(config.weights)
     license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({config.dataset})"
     return presets.save_preset(
-        model, config.save_preset, recipe=dataclasses.asdict(config), data=data,
+        model, config.save_preset, recipe={**dataclasses.asdict(config), "backend": backends.current()}, data=data,
         metrics={f"test_{k}": v for k, v in test_metrics.items()}, license=license,
         description=config.description or f"{config.model} trained on {config.dataset} ({config.recipe or 'no recipe'})",
     )
@@ -201,7 +312,7 @@ def _fit_from(fit, make_train_ds, config: TrainConfig, steps_per_epoch: int | No
     """Runs `fit` from (epoch, step_in_epoch) to `config.epochs`; returns the merged history.
 
     With a known epoch length the data is one repeated stream (epoch e's
-    shuffle order is the e-th repetition's, fixed by the seed) and a resumed
+    shuffle order is the e-th repetition's, fixed by the seed; `zoo.data.batches.stream`) and a resumed
     run skips the batches already trained on, so it sees exactly the batches
     an uninterrupted run would. A run killed mid-epoch first finishes that
     epoch (a `fit` of the remaining steps), then runs the rest. Each `fit`
@@ -214,8 +325,10 @@ def _fit_from(fit, make_train_ds, config: TrainConfig, steps_per_epoch: int | No
         return fit(make_train_ds(), initial_epoch=epoch, epochs=config.epochs).history
 
     def stream(skip):
-        ds = make_train_ds().repeat().skip(skip)
-        if multi_worker:
+        ds = batches.stream(make_train_ds(), skip)
+        if multi_worker:  # TensorFlow's
+            import tensorflow as tf
+
             # Every worker builds the same stream; each takes its replicas' share of every global batch.
             options = tf.data.Options()
             options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA

@@ -17,17 +17,21 @@ large enough to split. So the recurrent recipes set it and the rest keep TensorF
 The pools are created when TensorFlow runs its first op and cannot be changed after that. A
 run therefore sets the knob before anything else. In a process that has already run ops, the
 pool stays as it is, and a warning says so.
+
+On PyTorch the knob is `torch.set_num_threads` (its intra-op pool, which it can change at any
+time). On JAX, XLA's CPU client sizes its own pool; it takes no thread count, so the knob is
+refused there rather than ignored.
 """
 
 from __future__ import annotations
 
 import warnings
 
-import tensorflow as tf
+from zoo.errors import ZooError
 
 
 def set_intra_op_threads(threads: int | None) -> bool:
-    """Sets TensorFlow's intra-op pool to `threads` (None: leave TF's default).
+    """Sets the backend's intra-op pool to `threads` (None: leave the default).
 
     Returns True if the process now runs with that setting. Returns False, with a warning, where
     TensorFlow has already started with another one.
@@ -36,7 +40,22 @@ def set_intra_op_threads(threads: int | None) -> bool:
         >>> set_intra_op_threads(1)   # before the first op: a recurrent model's small ops run whole
         True
     """
-    if threads is None or tf.config.threading.get_intra_op_parallelism_threads() == threads:
+    if threads is None:
+        return True
+    from zoo.training import backends
+
+    backend = backends.current()
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        return True
+    if backend == "jax":
+        raise ZooError(f"intra_op_threads={threads} is TensorFlow's and PyTorch's: XLA's CPU client on JAX takes no "
+                       "thread count. Leave it out (--intra-op-threads none) or train with --backend tensorflow.")
+    import tensorflow as tf
+
+    if tf.config.threading.get_intra_op_parallelism_threads() == threads:
         return True
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
