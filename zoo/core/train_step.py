@@ -127,6 +127,11 @@ def state_variable(shape, dtype="float32", name="state", initializer="zeros"):
     `only_first_replica`: every replica computes the same value (the inputs are
     all-reduced), so the first one's is kept. Outside `tf.distribute` the aggregation does nothing.
     """
+    if dtype == "int64" and keras.backend.backend() == "jax":
+        import jax
+
+        if not jax.config.jax_enable_x64:
+            dtype = "int32"  # JAX keeps 32-bit integers unless x64 is on (and warns for every int64 asked)
     return keras.Variable(
         initializer=initializer, shape=shape, dtype=dtype, trainable=False, name=name,
         aggregation="only_first_replica",
