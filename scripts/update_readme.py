@@ -66,7 +66,7 @@ def commands_section() -> str:
 
 
 def formats_section() -> str:
-    from zoo.deploy.formats import markdown_table
+    from zoo.formats import markdown_table
 
     return markdown_table().rstrip() + "\n"
 

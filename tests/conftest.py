@@ -24,15 +24,15 @@ def _private_decoded_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_conversion_process(tmp_path_factory):
-    """The session's `zoo.deploy.export` calls share one conversion child process.
+    """The session's `zoo.export.export` calls share one conversion child process.
 
-    Each call would start its own (`zoo.deploy.isolation.ConversionProcess`), a fresh interpreter that
+    Each call would start its own (`zoo.export.isolation.ConversionProcess`), a fresh interpreter that
     imports TensorFlow and the converters again: about 4 s, some 40 times in the suite. The shared child
     still isolates every conversion from the test process, and is replaced after a crash or a timeout
     as in production (the crash and timeout tests run through it). Its chatter goes to one log, whose
     tail a crash report quotes.
     """
-    from zoo.deploy import exporter, isolation
+    from zoo.export import exporter, isolation
 
     class Shared(isolation.ConversionProcess):
         def close(self):  # kept between exports; closed at the end of the session

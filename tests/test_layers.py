@@ -5,8 +5,11 @@ or above it, not even inside a function):
 
     core (zoo.core, zoo.errors, zoo.fileio)
     architectures | data | quantization   (side by side: none imports another)
-    deploy
-    training                        (a run exports its SavedModel through deploy)
+    formats                         (one module per format, and what they share)
+    scan                            (reads any artifact the formats know, as data)
+    artifacts | serve               (open and run an artifact; serve SavedModels)
+    export                          (plan, convert, verify, report: loads its model as artifacts do)
+    training                        (a run publishes its SavedModel)
     benchmarks
     cli
 
@@ -30,10 +33,13 @@ PACKAGE = ROOT / "zoo"
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
-    "deploy": ("deploy", 2),
-    "training": ("training", 3),
-    "benchmarks": ("benchmarks", 4),
-    "cli": ("cli", 5), "__main__": ("cli", 5),
+    "formats": ("formats", 2),
+    "scan": ("scan", 3),
+    "artifacts": ("artifacts", 4), "serve": ("serve", 4),
+    "export": ("export", 5),
+    "training": ("training", 6),
+    "benchmarks": ("benchmarks", 7),
+    "cli": ("cli", 8), "__main__": ("cli", 8),
 }
 
 
@@ -217,6 +223,7 @@ def test_zoo_help_does_not_import_tensorflow():
     assert _heavy(_loaded_after("import zoo.cli; zoo.cli.build_parser()")) == []
 
 
-def test_architectures_do_not_load_training_data_or_deploy():
+def test_architectures_do_not_load_training_data_or_deployment():
     loaded = _loaded_after("import zoo.architectures")
-    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.deploy", "zoo.data", "zoo.benchmarks"))] == []
+    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.formats", "zoo.export", "zoo.artifacts", "zoo.serve", "zoo.scan", "zoo.data",
+                                                  "zoo.benchmarks"))] == []

@@ -23,8 +23,8 @@ _LAZY = {
     "register_model": "zoo.architectures",
     "UnknownNameError": "zoo.errors",
     "ZooError": "zoo.errors",
-    "predict": "zoo.deploy.predict",  # what `zoo predict` calls
-    "val": "zoo.deploy.val",  # what `zoo val` calls
+    "predict": "zoo.artifacts.predict",  # what `zoo predict` calls
+    "val": "zoo.artifacts.val",  # what `zoo val` calls
 }
 
 __all__ = sorted(_LAZY)

@@ -1,4 +1,4 @@
-"""`zoo.deploy.load` (issue 13): an exported classifier's class names and input meaning read back from
+"""`zoo.artifacts.load` (issue 13): an exported classifier's class names and input meaning read back from
 every artifact, each also read with the format's own library; damaged artifacts named in the error."""
 
 import json
@@ -7,12 +7,14 @@ import keras
 import numpy as np
 import pytest
 
-import zoo.deploy
-from zoo.deploy import metadata
-from zoo.deploy.artifact import ArtifactError
+import zoo.artifacts.artifact
+import zoo.export
+import zoo.formats
+from zoo.formats import metadata
+from zoo.artifacts.artifact import ArtifactError
 
 CLASSES = ["cat", "dog", "bird"]
-FORMATS = ["saved_model", "tflite", "tfjs", "onnx"] + ([] if zoo.deploy.FORMATS["openvino"].missing else ["openvino"])
+FORMATS = ["saved_model", "tflite", "tfjs", "onnx"] + ([] if zoo.formats.FORMATS["openvino"].missing else ["openvino"])
 
 
 def _classifier():
@@ -28,7 +30,7 @@ def exported(tmp_path_factory):
     out = tmp_path_factory.mktemp("load")
     model = _classifier()
     x = np.random.default_rng(0).uniform(0, 255, (16, 8, 8, 3)).astype("float32")
-    report = zoo.deploy.export(model, out, FORMATS, test_data=x, latency_runs=0, isolate=False,
+    report = zoo.export.export(model, out, FORMATS, test_data=x, latency_runs=0, isolate=False,
                                class_names=CLASSES, input_meaning={"channel_order": "RGB"})
     assert report.ok, report.table()
     return model, x, report
@@ -38,7 +40,7 @@ def test_class_names_and_input_meaning_come_back_from_every_artifact(exported):
     model, x, report = exported
     expected = model.predict(x, verbose=0)
     for result in report.results:
-        artifact = zoo.deploy.load(result.path)
+        artifact = zoo.artifacts.load(result.path)
         meta = artifact.metadata
         assert meta is not None, result.format
         assert meta.task == "classification" and meta.class_names == tuple(CLASSES), (result.format, meta)
@@ -78,9 +80,9 @@ def test_each_format_carries_the_names_where_its_own_tools_read_them(exported):
 
 def test_class_names_that_fit_no_output_are_refused_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="4 class_names given, but no output has 4 units: probs \\(3\\)"):
-        zoo.deploy.export(_classifier(), tmp_path / "out", ["onnx"], class_names=["a", "b", "c", "d"])
+        zoo.export.export(_classifier(), tmp_path / "out", ["onnx"], class_names=["a", "b", "c", "d"])
     with pytest.raises(ValueError, match="duplicates: \\['a'\\]"):
-        zoo.deploy.export(_classifier(), tmp_path / "out2", ["onnx"], class_names=["a", "b", "a"])
+        zoo.export.export(_classifier(), tmp_path / "out2", ["onnx"], class_names=["a", "b", "a"])
     assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
 
 
@@ -92,13 +94,13 @@ def test_damaged_artifacts_name_the_file_and_what_is_wrong(exported, tmp_path):
 
     truncated.write_bytes(Path(paths["tflite"]).read_bytes()[:100])
     with pytest.raises(ArtifactError, match=r"cut\.tflite.*damaged or incomplete"):
-        zoo.deploy.load(truncated)
+        zoo.artifacts.load(truncated)
     garbage = tmp_path / "junk.onnx"
     garbage.write_bytes(b"\x00\x01 not a protobuf")
     with pytest.raises(ArtifactError, match=r"junk\.onnx"):
-        zoo.deploy.load(garbage)
+        zoo.artifacts.load(garbage)
     with pytest.raises(ArtifactError, match="does not exist"):
-        zoo.deploy.load(tmp_path / "missing.onnx")
+        zoo.artifacts.load(tmp_path / "missing.onnx")
 
 
 def _pngs(tmp_path, n=3):
@@ -127,9 +129,9 @@ def test_zoo_predict_reads_image_files_as_the_metadata_says(exported, tmp_path):
     bare = keras.Model(image, keras.layers.Dense(2, activation="softmax", name="p")(
         keras.layers.GlobalAveragePooling2D()(image)), name="bare")
     mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
-    out = zoo.deploy.export(bare, tmp_path / "bare", ["onnx"], latency_runs=0, isolate=False,
+    out = zoo.export.export(bare, tmp_path / "bare", ["onnx"], latency_runs=0, isolate=False,
                             class_names=["no", "yes"], input_meaning={"mean": mean, "std": std})
-    meta = zoo.deploy.load(out.result("onnx").path).metadata
+    meta = zoo.artifacts.load(out.result("onnx").path).metadata
     assert meta.input["scale"] == "0-1" and "no preprocessing inside the model" in meta.description
     got = zoo.predict(out.result("onnx").path, paths, progress=False)
     expected = bare.predict((pixels / 255.0 - np.array(mean)) / np.array(std), verbose=0)
@@ -145,7 +147,7 @@ def test_cli_class_names_from_a_file_reach_the_artifact(tmp_path):
     labels.write_text("cat\ndog\n\nbird\n")  # blank lines ignored
     assert cli.main(["export", str(path), "--formats", "onnx", "--out", str(tmp_path / "out"),
                      "--class-names", str(labels), "--latency-runs", "0"]) == 0
-    assert zoo.deploy.load(tmp_path / "out" / "tiny_float32.onnx").metadata.class_names == tuple(CLASSES)
+    assert zoo.artifacts.load(tmp_path / "out" / "tiny_float32.onnx").metadata.class_names == tuple(CLASSES)
     assert cli.main(["export", str(path), "--formats", "onnx", "--out", str(tmp_path / "bad"),
                      "--class-names", "a,b"]) == 2  # 2 names for 3 outputs: refused before any work
     assert not (tmp_path / "bad").exists()

@@ -16,8 +16,8 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import zoo  # noqa: E402
-from zoo.deploy import metadata  # noqa: E402
-from zoo.deploy.artifact import ArtifactError, open_artifact  # noqa: E402
+from zoo.formats import metadata  # noqa: E402
+from zoo.artifacts.artifact import ArtifactError, open_artifact  # noqa: E402
 from zoo.errors import DataError  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def image_model(tmp_path_factory):
 def exported(image_model, tmp_path_factory):
     model, _, _ = image_model
     out = tmp_path_factory.mktemp("export")
-    report = zoo.deploy.export(model, out, ("saved_model", "tflite", "onnx"), latency_runs=0)
+    report = zoo.export.export(model, out, ("saved_model", "tflite", "onnx"), latency_runs=0)
     assert report.ok, report.table()
     model.save(out / "model.keras")
     paths = {r.format: r.path for r in report.results}

@@ -3,7 +3,7 @@
 Two models trained-from-nothing by `zoo.training.own_data` on tiny data, exported to TF.js (which
 writes index.html and tf.min.js beside model.json): a CNN on raw pixels, and an LSTM forecaster
 on a raw series (standardization inside, a graph with control flow: the page needs executeAsync).
-The page is served on loopback by `zoo.deploy.web_page.PageServer`; in its test mode it runs the
+The page is served on loopback by `zoo.formats.tfjs_page.PageServer`; in its test mode it runs the
 cases and POSTs the outputs back. Skips, saying why, where Debian's `chromium` or the npm tfjs
 bundle is missing.
 """
@@ -21,14 +21,14 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from zoo.deploy import web_page  # noqa: E402
+from zoo.formats import tfjs_page as web_page  # noqa: E402
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `apt-get install -y chromium` (Debian's package; "
                                                 "scripts/setup.sh installs it where it can)"),
     pytest.mark.skipif(not web_page.TFJS_BUNDLE.is_file(), reason=f"no {web_page.TFJS_BUNDLE} (npm install in "
-                                                                  "zoo/deploy/js)"),
+                                                                  "zoo/formats/js)"),
     pytest.mark.skipif(shutil.which("node") is None, reason="no node: the TF.js export verifies the model in Node"),
 ]
 
@@ -88,11 +88,13 @@ def _export(make, tmp_path_factory):
     """(model, example inputs, tfjs folder, export report): one conversion per model for the module.
 
     The export's own verification (Node) is left out: the browser comparison is the check here."""
-    import zoo.deploy
+    import zoo.export
+    import zoo.formats
+    import zoo.formats.tfjs_page
 
     tmp = tmp_path_factory.mktemp(make.__name__.strip("_"))
     model, x = make(tmp)
-    report = zoo.deploy.export(model, tmp / "export", ("tfjs",), latency_runs=0, verify=False)
+    report = zoo.export.export(model, tmp / "export", ("tfjs",), latency_runs=0, verify=False)
     assert report.ok, report.table()
     return model, x, tmp / "export" / "tfjs_float32", report
 
@@ -135,7 +137,7 @@ def test_page_reads_image_files_like_a_dropped_image(cnn_page, tmp_path):
 
 def test_page_shows_the_class_names_from_the_metadata(cnn_page):
     """The page's own reading of model.json: the same metadata zoo wrote (what the page shows)."""
-    from zoo.deploy import metadata
+    from zoo.formats import metadata
 
     _, _, folder, _ = cnn_page
     spec = json.loads((folder / "model.json").read_text())

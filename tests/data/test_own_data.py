@@ -249,7 +249,7 @@ def test_unsorted_series_and_missing_time_column(tmp_path):
 def test_table_model_standardizes_inside_and_carries_metadata(tmp_path):
     import keras
 
-    from zoo.deploy import metadata
+    from zoo.formats import metadata
     from zoo.training import own_data
 
     path = tmp_path / "h.csv"

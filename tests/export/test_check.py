@@ -1,4 +1,4 @@
-"""`zoo.deploy.check` and `zoo export --check` (issue 13): each verdict against the real converter.
+"""`zoo.export.check` and `zoo export --check` (issue 13): each verdict against the real converter.
 
 The check answers from one trace without converting (TF.js's op lists, tf2onnx's handler registry)
 or from one permissive conversion (TFLite). The references here are the converters run the way
@@ -12,10 +12,17 @@ import keras
 import numpy as np
 import pytest
 
-import zoo.deploy
+import zoo.export
+import zoo.export.deployability
+import zoo.formats
+import zoo.formats.diagnose
+import zoo.formats.model_io
+import zoo.formats.onnx_convert
+import zoo.formats.signature
+import zoo.formats.trace
 from zoo import cli
-from zoo.deploy import deployability
-from zoo.deploy.diagnose import UnsupportedOpsError
+from zoo.export import deployability
+from zoo.formats.diagnose import UnsupportedOpsError
 
 FORMATS = ["saved_model", "tflite", "tfjs", "onnx"]
 
@@ -49,8 +56,8 @@ def _builtins_only_error(model, batch_size=None) -> str:
     """The TFLite converter, builtin ops only, on the model's signature (dynamic or fixed batch): its error text."""
     import tensorflow as tf
 
-    from zoo.deploy.signature import serving_fn
-    from zoo.deploy.trace import signature_of
+    from zoo.formats.signature import serving_fn
+    from zoo.formats.trace import signature_of
 
     signature = signature_of(model)
     function = tf.function(serving_fn(model, signature),
@@ -66,9 +73,9 @@ def _builtins_only_error(model, batch_size=None) -> str:
 
 def _onnx_conversion_gaps(model, tmp_path) -> set:
     """The ops the real SavedModel -> ONNX conversion (`zoo export`'s) leaves unconverted; empty if it converts."""
-    from zoo.deploy.formats.onnx_convert import convert_saved_model
-    from zoo.deploy.model_io import layer_classes
-    from zoo.deploy.signature import export_saved_model
+    from zoo.formats.onnx_convert import convert_saved_model
+    from zoo.formats.model_io import layer_classes
+    from zoo.formats.signature import export_saved_model
 
     path = export_saved_model(model, tmp_path / "saved_model")
     try:
@@ -80,7 +87,7 @@ def _onnx_conversion_gaps(model, tmp_path) -> set:
 
 def test_lstm_with_a_dynamic_batch_needs_flex_ops_in_its_lstm_layer_and_the_batch_1_route_does_not():
     model = _lstm()
-    report = zoo.deploy.check(model, FORMATS)
+    report = zoo.export.check(model, FORMATS)
     tflite = report.result("tflite")
     # The dynamic-batch graph's gaps are named; zoo export's fixed_batch route converts with builtins.
     assert tflite.status == deployability.RUNS_VIA_ROUTE and report.ok and report.exit_code == 0
@@ -101,17 +108,17 @@ def test_lstm_with_a_dynamic_batch_needs_flex_ops_in_its_lstm_layer_and_the_batc
 
 
 def test_without_its_route_an_lstm_needs_flex_in_tflite(monkeypatch):
-    from zoo.deploy.formats import tflite as tflite_format
+    from zoo.formats import tflite as tflite_format
 
     monkeypatch.setattr(tflite_format, "route_around", lambda traced: None)
-    report = zoo.deploy.check(_lstm(), ["tflite"])
+    report = zoo.export.check(_lstm(), ["tflite"])
     assert report.result("tflite").status == deployability.NEEDS_RUNTIME and report.exit_code == 1
     assert "--allow-flex" in report.table() and "batch-1 graph" in report.table()
 
 
 def test_string_splitting_is_flagged_for_onnx_as_the_real_conversion_fails(tmp_path):
     model = _text_model()
-    report = zoo.deploy.check(model, FORMATS)
+    report = zoo.export.check(model, FORMATS)
     onnx = report.result("onnx")
     flagged = {g.op for g in onnx.gaps}
     assert onnx.status == deployability.CANNOT_RUN and "StringSplitV2" in flagged
@@ -125,19 +132,19 @@ def test_string_splitting_is_flagged_for_onnx_as_the_real_conversion_fails(tmp_p
 
 def test_a_cnn_with_exact_gelu_runs_everywhere_as_the_real_converters_agree(tmp_path):
     model = _cnn()
-    report = zoo.deploy.check(model, FORMATS)
+    report = zoo.export.check(model, FORMATS)
     assert report.ok and report.exit_code == 0, report.table()
     assert _builtins_only_error(model) == ""
     assert _onnx_conversion_gaps(model, tmp_path) == set()  # Erfc is rewritten before tf2onnx, as checked
 
 
-@pytest.mark.skipif(bool(zoo.deploy.FORMATS["openvino"].missing), reason="openvino not installed")
+@pytest.mark.skipif(bool(zoo.formats.FORMATS["openvino"].missing), reason="openvino not installed")
 def test_openvino_names_the_lookup_its_frontend_cannot_convert():
     words = keras.Input((3,), dtype="string", name="words")
     ids = keras.layers.StringLookup(vocabulary=["a", "b", "c"], name="lookup")(words)
     x = keras.layers.Flatten()(keras.layers.Embedding(5, 4)(ids))
     model = keras.Model(words, keras.layers.Dense(2, name="logits")(x))
-    report = zoo.deploy.check(model, ["tflite", "onnx", "openvino"])
+    report = zoo.export.check(model, ["tflite", "onnx", "openvino"])
     assert report.result("tflite").ok and report.result("onnx").ok  # both hold lookup tables (test_user_models)
     (gap,) = report.result("openvino").gaps
     assert gap.op == "LookupTableFindV2" and gap.layers == (("lookup", "StringLookup"),)

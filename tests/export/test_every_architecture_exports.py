@@ -4,7 +4,7 @@ Iterates the registry, so an architecture is covered the moment it is
 registered. Small inputs (images above 64 px at 32 px), untrained weights,
 random inputs, float32 parity, no latency: conversion and runtime support is
 what is checked here. `scripts/export_matrix.py` records the same matrix for
-`zoo list` (zoo/deploy/export_matrix.json).
+`zoo list` (zoo/export/export_matrix.json).
 """
 
 import fnmatch
@@ -15,8 +15,8 @@ import pytest
 
 import zoo
 from tests.conftest import params_marking_variants_slow
-from zoo.deploy import matrix
-from zoo.deploy.isolation import ConversionProcess
+from zoo.export import matrix
+from zoo.export.isolation import ConversionProcess
 
 # Where a format genuinely cannot take an architecture: (name pattern, format) -> the upstream error
 # it fails with, so that a fix upstream (or a new failure) shows up here.
@@ -34,9 +34,9 @@ def known_failure(name, fmt):
 # The ImageNet-size families' first members take 1.5-3 minutes each here (5 formats, 2 cores): a third of
 # the suite. Their layers' ops are exported in the default run by smaller models (resnet20, vgg8_bn,
 # mobilenet_v2, convnet_bn; ConvNeXt's GELU and grouped conv and EfficientNet's Normalization in
-# tests/deploy/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
+# tests/export/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
 # Also left to `-m slow`: models the default run exports in every format elsewhere - lstm_classifier in
-# every format and precision in tests/deploy/test_parity.py, MobileNetV3 (its hard swish in
+# every format and precision in tests/export/test_parity.py, MobileNetV3 (its hard swish in
 # test_user_models.py, the rest in mobilenet_v2). The default suite took 907 s of pytest with them, on a
 # quiet 2-core machine.
 HEAVY = {"convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_b0", "vgg16", "resnet18", "mixer_s32",
@@ -58,7 +58,7 @@ def process(tmp_path_factory):
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
 @pytest.mark.parametrize("name", _params())
 def test_every_architecture_exports_to_every_format(name, tmp_path, monkeypatch, process):
-    from zoo.deploy import inputs
+    from zoo.formats import inputs
 
     monkeypatch.setattr(inputs, "RANDOM_EVAL_SAMPLES", 8)
     (row,) = matrix.export_matrix(tmp_path, [name], progress=None, process=process).values()

@@ -2,7 +2,7 @@
 
 The reference is Keras's own output on real MNIST test examples. The artifacts are opened with the
 runtimes' raw APIs (`tf.saved_model.load`, the LiteRT `Interpreter`, `onnxruntime.InferenceSession`),
-not with zoo's runners or its verification, so a bug in `zoo.deploy.verify` or in a runner cannot make
+not with zoo's runners or its verification, so a bug in `zoo.export.verify` or in a runner cannot make
 these pass. TF.js runs in Node through zoo's runner script (the only way to run it here); its outputs
 are compared with Keras's here, not by zoo's verification. A small CNN and an LSTM classifier (time
 axis None) are briefly trained, so that int8 argmax agreement and accuracy mean something.
@@ -17,8 +17,11 @@ import pytest
 
 import zoo
 import zoo.data
-import zoo.deploy
-from zoo.deploy.signature import SERVING_SIGNATURE
+import zoo.export
+import zoo.export.verify
+import zoo.formats.signature
+import zoo.formats.tfjs
+from zoo.formats.signature import SERVING_SIGNATURE
 
 ALL_TFLITE = ("float32", "float16", "dynamic_int8", "int8")
 ONNX_OPENVINO = ("float32", "float16", "int8")  # what ONNX and OpenVINO offer of ALL_TFLITE
@@ -43,7 +46,7 @@ def _test_split(dataset):
 
 
 def _export(model, dataset, out):
-    return zoo.deploy.export(
+    return zoo.export.export(
         model, out, precision=ALL_TFLITE, weight_quantization=("float32", "uint8"),
         representative_data=zoo.data.load(dataset, "train", 100, seed=1), calibration_samples=300,
         test_data=zoo.data.load(dataset, "test", 1000), max_eval_samples=EVAL,
@@ -103,7 +106,7 @@ def openvino_outputs(path, x):
 
 
 def tfjs_outputs(path, x):
-    from zoo.deploy.formats.tfjs import TFJSRunner
+    from zoo.formats.tfjs import TFJSRunner
 
     return TFJSRunner(path).predict(x)["predictions"]
 
@@ -188,7 +191,7 @@ def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     model = zoo.build("gru_classifier", input_shape=(None, 6), num_classes=4, units=32, num_layers=2,
                       bidirectional=True)
     x = np.random.default_rng(0).random((32, 12, 6), dtype=np.float32)
-    report = zoo.deploy.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE, representative_data=x,
+    report = zoo.export.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE, representative_data=x,
                                test_data=(x, np.zeros(32, np.int32)), latency_runs=0)
     keras_out = model.predict(x, verbose=0)
     for r in report.results:
@@ -205,7 +208,7 @@ def test_tfjs_runs_rnns_returning_sequences_via_the_unrolled_route(tmp_path):
     """tfjs 4.22 cannot run control-flow RNNs that return sequences; the unrolled rebuild at `sequence_length` runs."""
     keras.utils.set_random_seed(0)
     model = zoo.build("char_lstm_lm", input_shape=(None,), num_classes=65, embed_dim=16, units=32)
-    report = zoo.deploy.export(model, tmp_path, ["tfjs"], sequence_length=20, latency_runs=0)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], sequence_length=20, latency_runs=0)
     (r,) = report.results
     assert r.status == "passed", report.table()
     assert r.route == "unrolled" and "RNN unrolled; input shape fixed to (batch, 20)" in r.notes
@@ -213,7 +216,7 @@ def test_tfjs_runs_rnns_returning_sequences_via_the_unrolled_route(tmp_path):
     assert [a.route for a in r.attempts] == ["control_flow_v2"]
     assert "reading 'backend'" in r.attempts[0].error
     x = np.random.default_rng(0).integers(0, 65, (8, 20)).astype("int32")
-    from zoo.deploy.formats.tfjs import TFJSRunner
+    from zoo.formats.tfjs import TFJSRunner
 
     got = TFJSRunner(r.path).predict(x)["logits"]
     np.testing.assert_allclose(got, model.predict(x, verbose=0), atol=1e-4)
@@ -224,7 +227,7 @@ def test_an_unrolled_rnn_exports_as_its_loop(tmp_path):
     Converted as it was, the TF.js graph model held the LSTM's weights once per time step (28x)."""
     keras.utils.set_random_seed(0)
     model = zoo.build("lstm_classifier", input_shape=(28, 28), units=32, unroll=True)
-    report = zoo.deploy.export(model, tmp_path, ["tfjs"], verify=False, latency_runs=0)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], verify=False, latency_runs=0)
     (r,) = report.results
     assert r.status == "exported" and "control flow v2" in r.notes, report.table()
     weight_bytes = sum(p.stat().st_size for p in Path(r.path).glob("*.bin"))

@@ -3,7 +3,7 @@ inside, string inputs, exact GELU and grouped convolutions, each exported and ru
 
 Each artifact is checked here through the runtime's own API (TensorFlow, the LiteRT interpreter,
 onnxruntime; TF.js through Node), fed every input by name and compared on every output with
-Keras's `model(x)`, independently of the verification inside `zoo.deploy.export`.
+Keras's `model(x)`, independently of the verification inside `zoo.export.export`.
 """
 
 import json
@@ -12,9 +12,12 @@ import keras
 import numpy as np
 import pytest
 
-import zoo.deploy
-from zoo.deploy.diagnose import layer_of
-from zoo.deploy.trace import TraceError
+import zoo.export
+import zoo.formats.diagnose
+import zoo.formats.tfjs
+import zoo.formats.trace
+from zoo.formats.diagnose import layer_of
+from zoo.formats.trace import TraceError
 
 FLOAT32 = 1e-4
 
@@ -60,7 +63,7 @@ def _onnx_outputs(path, x):
 
 
 def _tfjs_outputs(path, x):
-    from zoo.deploy.formats.tfjs import TFJSRunner
+    from zoo.formats.tfjs import TFJSRunner
 
     signature = json.loads((path / "model.json").read_text())["signature"]
     fed = [n for n, spec in signature["inputs"].items() if spec["dtype"] != "DT_RESOURCE"]  # tables: fed by tfjs
@@ -150,7 +153,7 @@ def test_subclassed_model_is_traced_from_its_build_shape_and_runs_everywhere(tmp
     model = TwoBranch(name="two_branch")
     model.build((None, 6))  # never called: only the build shape says what it takes
     x = _rng_inputs({"features": (6,)})
-    report = zoo.deploy.export(model, tmp_path, test_data=x["features"], precision=("float32", "int8"), formats=PRE_OPENVINO,
+    report = zoo.export.export(model, tmp_path, test_data=x["features"], precision=("float32", "int8"), formats=PRE_OPENVINO,
                                representative_data=_rng_inputs({"features": (6,)}, 128, 1)["features"],
                                latency_runs=0, isolate=False)
     assert report.model["traced_from"] == "build shapes"
@@ -164,9 +167,9 @@ def test_unbuilt_subclassed_model_says_what_to_pass_and_accepts_an_input_signatu
 
     model = TwoBranch(name="unbuilt")
     with pytest.raises(TraceError, match="input_signature"):
-        zoo.deploy.export(model, tmp_path / "a", ["saved_model"], latency_runs=0, isolate=False)
+        zoo.export.export(model, tmp_path / "a", ["saved_model"], latency_runs=0, isolate=False)
     x = _rng_inputs({"rows": (6,)}, 16)
-    report = zoo.deploy.export(model, tmp_path / "b", ["saved_model", "onnx"], test_data=x, latency_runs=0,
+    report = zoo.export.export(model, tmp_path / "b", ["saved_model", "onnx"], test_data=x, latency_runs=0,
                                isolate=False, input_signature=tf.TensorSpec((None, 6), tf.float32, name="rows"))
     assert report.model["traced_from"] == "input_signature"
     _check_every_artifact(report, model, x, ["output_0"])
@@ -176,7 +179,7 @@ def test_two_named_inputs_and_outputs_in_every_format(tmp_path):
     keras.utils.set_random_seed(0)
     model = _two_in_two_out()
     x = _rng_inputs({"image": (8, 8, 3), "meta": (5,)})
-    report = zoo.deploy.export(model, tmp_path, test_data=x, precision=("float32", "int8"), formats=PRE_OPENVINO,
+    report = zoo.export.export(model, tmp_path, test_data=x, precision=("float32", "int8"), formats=PRE_OPENVINO,
                                representative_data=_rng_inputs({"image": (8, 8, 3), "meta": (5,)}, 128, 1),
                                latency_runs=0, isolate=False)
     assert [i["name"] for i in report.model["inputs"]] == ["image", "meta"]
@@ -203,7 +206,7 @@ def test_preprocessing_inside_rescaling_normalization_resizing_center_crop(tmp_p
     model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
     model.fit(train, labels, epochs=5, verbose=0)
     x = {"image": _tinted_images(64, 0)[0]}
-    report = zoo.deploy.export(model, tmp_path, test_data=x["image"], precision=("float32", "int8"), formats=PRE_OPENVINO,
+    report = zoo.export.export(model, tmp_path, test_data=x["image"], precision=("float32", "int8"), formats=PRE_OPENVINO,
                                representative_data=_tinted_images(128, 1)[0], latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
 
@@ -217,7 +220,7 @@ def test_string_input_with_string_lookup_in_every_format(tmp_path):
     model = keras.Model(words, keras.layers.Dense(2, name="logits")(x))
     rng = np.random.default_rng(0)
     x = {"words": np.asarray(vocab + ["mauve"])[rng.integers(0, 5, (32, 3))]}  # "mauve": out of vocabulary
-    report = zoo.deploy.export(model, tmp_path, test_data=x["words"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, test_data=x["words"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
 
 
@@ -230,7 +233,7 @@ def test_variable_length_integer_ids(tmp_path):
     model = keras.Model(ids, keras.layers.Dense(3, name="logits")(x))
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(0, 50, (16, 7)).astype("int32")}
-    report = zoo.deploy.export(model, tmp_path, test_data=x["token_ids"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, test_data=x["token_ids"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
     longer = {"token_ids": rng.integers(1, 50, (4, 12)).astype("int32")}  # a length never seen at export
     _check_every_artifact(report, model, longer, ["logits"])
@@ -243,7 +246,7 @@ def test_text_vectorization_names_layer_and_ops_where_a_format_cannot_hold_it(tm
     text = keras.Input((1,), dtype="string", name="text")
     x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(vectorize(text)))
     model = keras.Model(text, keras.layers.Dense(2, name="logits")(x))
-    report = zoo.deploy.export(model, tmp_path, test_data=texts[:, None], latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, test_data=texts[:, None], latency_runs=0, isolate=False)
     by_format = {r.format: r for r in report.results}
     assert by_format["saved_model"].status == "passed"
     for fmt in ("tflite", "tfjs", "onnx"):  # string splitting: none of them has it
@@ -262,7 +265,7 @@ def test_exact_gelu_and_grouped_convolution_in_tfjs_and_onnx(tmp_path):
     x = keras.layers.Dense(6, activation="gelu")(keras.layers.GlobalAveragePooling2D()(x))
     model = keras.Model(image, keras.layers.Dense(3, name="predictions")(x))
     x = {"image": _rng_inputs({"image": (8, 8, 4)})["image"] * 4 - 2}
-    report = zoo.deploy.export(model, tmp_path, ["tfjs", "onnx"], test_data=x["image"], latency_runs=0,
+    report = zoo.export.export(model, tmp_path, ["tfjs", "onnx"], test_data=x["image"], latency_runs=0,
                                isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
     tfjs = next(r for r in report.results if r.format == "tfjs")
@@ -280,7 +283,7 @@ def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path):
     model = keras.Model(image, keras.layers.Dense(3, name="predictions")(keras.layers.GlobalAveragePooling2D()(x)))
     model.get_layer("conv").bias.assign(np.linspace(-2, 2, 4))  # a trained BatchNormalization folds to such a bias
     x = {"image": _rng_inputs({"image": (8, 8, 3)})["image"] * 6 - 3}
-    report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
     assert any("hard swish" in n for n in report.results[0].notes), report.results[0].notes
 
@@ -294,7 +297,7 @@ def test_two_inputs_alike_in_dtype_and_shape_keep_their_names_in_tfjs(tmp_path):
     model = keras.Model([ids, mask], keras.layers.Dense(2, name="logits")(keras.layers.Flatten()(x)))
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(0, 10, (16, 4)).astype("int32"), "padding_mask": rng.integers(0, 2, (16, 4)).astype("int32")}
-    report = zoo.deploy.export(model, tmp_path, ["tfjs"], test_data=x, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], test_data=x, latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
 
 

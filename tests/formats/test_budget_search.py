@@ -1,9 +1,9 @@
-"""The guarded-int8 search (`zoo.deploy.ptq.budget`) on stand-in artifacts, and its statistics against
+"""The guarded-int8 search (`zoo.formats.ptq.budget`) on stand-in artifacts, and its statistics against
 textbook values: no converter, milliseconds."""
 
 import pytest
 
-from zoo.deploy.ptq import budget
+from zoo.formats.ptq import budget
 
 
 def test_tied_sensitivities_are_ordered_by_how_far_each_layer_moves_the_outputs():

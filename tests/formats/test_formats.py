@@ -1,4 +1,4 @@
-"""One declaration per format: what `zoo.deploy.formats` derives from each module's `FORMAT` (issue 12).
+"""One declaration per format: what `zoo.formats` derives from each module's `FORMAT` (issue 12).
 
 Export's keyword checking, signature and docstring, `zoo export`'s flags, the report's options column
 and the docs table all come from the declarations; adding a format is one module plus one name.
@@ -14,12 +14,18 @@ from pathlib import Path
 
 import pytest
 
-import zoo.deploy
+import zoo.export
+import zoo.export.report
+import zoo.export.results
+import zoo.formats
+import zoo.formats.base
+import zoo.formats.signature
+import zoo.serve
 from zoo.core.options import POSITIVE_INT, Option, OptionError, given_values
-from zoo.deploy import formats
-from zoo.deploy.formats.base import Converted, Format
-from zoo.deploy.report import ExportReport, options_text
-from zoo.deploy.results import ArtifactResult, KerasReference
+from zoo import formats
+from zoo.formats.base import Converted, Format
+from zoo.export.report import ExportReport, options_text
+from zoo.export.results import ArtifactResult, KerasReference
 from zoo.errors import UnknownNameError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +35,7 @@ HEAVY = ("tensorflow", "keras", "tf2onnx", "onnx", "onnxruntime", "ai_edge_liter
 
 @pytest.mark.parametrize("name", formats.MODULES)
 def test_every_format_module_declares_itself_beside_its_two_functions(name):
-    module = __import__(f"zoo.deploy.formats.{name}", fromlist=["FORMAT"])
+    module = __import__(f"zoo.formats.{name}", fromlist=["FORMAT"])
     assert module.FORMAT.name == name and formats.FORMATS[name].module == module.__name__
     assert list(inspect.signature(module.convert).parameters) == ["job"]
     params = inspect.signature(module.open_runner).parameters
@@ -42,9 +48,9 @@ def test_the_table_export_and_serving_import_no_heavy_package():
     code = f"""
 import sys, types
 pkg = types.ModuleType("zoo"); pkg.__path__ = [{str(ROOT / "zoo")!r}]; sys.modules["zoo"] = pkg
-import zoo.deploy, zoo.deploy.serving
-from zoo.deploy.formats import cli_options, markdown_table
-markdown_table(); cli_options(); zoo.deploy.export; zoo.deploy.OptionError; zoo.deploy.SERVING_SIGNATURE
+import zoo.export, zoo.formats.signature, zoo.serve
+from zoo.formats import cli_options, markdown_table
+markdown_table(); cli_options(); zoo.export.export; zoo.export.OptionError; zoo.formats.signature.SERVING_SIGNATURE
 print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -53,19 +59,19 @@ print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
 
 
 def test_export_signature_and_docstring_list_every_declared_option():
-    params = inspect.signature(zoo.deploy.export).parameters
+    params = inspect.signature(zoo.export.export).parameters
     assert "options" not in params  # the **options catch-all is replaced by the declared names
     for name, (option, takers) in formats.option_owners().items():
         assert params[name].kind == inspect.Parameter.KEYWORD_ONLY and params[name].default is None
-        assert f"{name}: {option.help.split()[0]}" in zoo.deploy.export.__doc__
-    assert "sequence_length" in zoo.deploy.export.__doc__ and "(tflite, tfjs)" in zoo.deploy.export.__doc__
+        assert f"{name}: {option.help.split()[0]}" in zoo.export.export.__doc__
+    assert "sequence_length" in zoo.export.export.__doc__ and "(tflite, tfjs)" in zoo.export.export.__doc__
 
 
 def test_an_unknown_keyword_gets_the_nearest_names_and_the_formats_taking_them(tmp_path):
     with pytest.raises(UnknownNameError, match=r"'precison'. Did you mean: precision.*precision: tflite, onnx"):
-        zoo.deploy.export(object(), tmp_path, ["onnx"], precison="int8")
+        zoo.export.export(object(), tmp_path, ["onnx"], precison="int8")
     with pytest.raises(UnknownNameError, match=r"Did you mean: test_data"):  # export()'s own keywords too
-        zoo.deploy.export(object(), tmp_path, ["onnx"], test_dat=(1, 2), opset=17)
+        zoo.export.export(object(), tmp_path, ["onnx"], test_dat=(1, 2), opset=17)
     assert os.listdir(tmp_path) == []
 
 
@@ -108,8 +114,8 @@ def test_the_report_shows_the_options_set_away_from_their_defaults():
 
 @pytest.fixture
 def dummy_format(monkeypatch):
-    """A format added the documented way: one module in zoo.deploy.formats and its name in MODULES."""
-    module = types.ModuleType("zoo.deploy.formats.dummy")
+    """A format added the documented way: one module in zoo.formats and its name in MODULES."""
+    module = types.ModuleType("zoo.formats.dummy")
     module.FORMAT = Format(name="dummy", artifact="{model}.dummy", runtime="nothing at all",
                            description="a format for this test",
                            options=(Option("dummy_level", "how dummy it is", default=1, check=POSITIVE_INT),))

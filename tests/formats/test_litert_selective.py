@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from zoo.deploy.ptq.litert_selective import layer_regex, recipe
+from zoo.formats.ptq.litert_selective import layer_regex, recipe
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ai_edge_quantizer") is None,
                                 reason="ai-edge-quantizer not installed")

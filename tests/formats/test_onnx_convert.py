@@ -1,4 +1,4 @@
-"""ONNX conversion around onnxruntime's PadFusion (`zoo.deploy.formats.onnx_convert`, point 4): a zero
+"""ONNX conversion around onnxruntime's PadFusion (`zoo.formats.onnx_convert`, point 4): a zero
 `Pad` before a `MaxPool` must still pad with zeros in a default onnxruntime session.
 
 The reference is numpy: pad with zeros, then take each window's max; and Keras itself for the export.
@@ -10,8 +10,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-import zoo.deploy
-from zoo.deploy.formats.onnx_convert import guard_zero_pads
+import zoo.export
+import zoo.formats.onnx_convert
+from zoo.formats.onnx_convert import guard_zero_pads
 
 
 def _zero_pad_max_pool(x, pad: int, k: int, s: int) -> np.ndarray:
@@ -56,7 +57,7 @@ def test_resnet_v2_stem_exports_to_onnx_within_float_tolerance(tmp_path):
     x = keras.layers.MaxPooling2D(3, strides=2, name="pool1")(keras.layers.ZeroPadding2D(1, name="pool1_pad")(x))
     model = keras.Model(image, keras.layers.Flatten(name="features")(x))
     x = np.random.default_rng(1).normal(size=(8, 16, 16, 3)).astype(np.float32)
-    report = zoo.deploy.export(model, tmp_path, ["onnx"], test_data=x, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["onnx"], test_data=x, latency_runs=0, isolate=False)
     (result,) = report.results
     assert result.status == "passed", result.error
     assert any("PadFusion" in n for n in result.notes), result.notes

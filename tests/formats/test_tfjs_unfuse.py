@@ -1,4 +1,4 @@
-"""`zoo.deploy.formats.tfjs_unfuse`: a conv fused with a tensor "bias" is split; a real bias is kept.
+"""`zoo.formats.tfjs_unfuse`: a conv fused with a tensor "bias" is split; a real bias is kept.
 
 End to end (ResNet projection shortcuts converted, run on tfjs's wasm backend, parity with Keras)
 is covered by the export matrix (`tests/test_deploy_matrix.py`: resnet18/34/50).
@@ -7,7 +7,7 @@ is covered by the export matrix (`tests/test_deploy_matrix.py`: resnet18/34/50).
 import base64
 import json
 
-from zoo.deploy.formats.tfjs_unfuse import unfuse_tensor_bias
+from zoo.formats.tfjs_unfuse import unfuse_tensor_bias
 
 
 def _ops(*names):

@@ -1,4 +1,4 @@
-"""zoo.deploy.scan: hostile artifacts of every kind are flagged with the op and where it is, clean
+"""zoo.scan: hostile artifacts of every kind are flagged with the op and where it is, clean
 zoo exports scan clean, nothing is executed, and serve / export / .keras loads refuse what the scan finds.
 
 The hostile artifacts are built with the real tools (tf.saved_model.save, Keras, the TFLite converter,
@@ -21,12 +21,16 @@ import tensorflow as tf
 from onnx import TensorProto, helper
 
 import zoo
-import zoo.deploy
+import zoo.export
+import zoo.formats.model_io
+import zoo.formats.unsafe
+import zoo.scan
+import zoo.scan.savedmodel_reader
 from zoo.cli import main
-from zoo.deploy import scan
-from zoo.deploy.model_io import ModelFileError, load_model_file
-from zoo.deploy.scan.savedmodel_reader import read_saved_model
-from zoo.deploy.scan.unsafe import TF_OPS
+from zoo import scan
+from zoo.formats.model_io import ModelFileError, load_model_file
+from zoo.scan.savedmodel_reader import read_saved_model
+from zoo.formats.unsafe import TF_OPS
 
 
 def _save_module(path, fn, spec):
@@ -64,7 +68,7 @@ def clean_export(tmp_path_factory):
     """A zoo export of a tiny model in every default format (not verified: only the artifacts matter)."""
     out = tmp_path_factory.mktemp("export")
     keras.utils.set_random_seed(0)
-    report = zoo.deploy.export(_tiny_model(), out, verify=False, latency_runs=0, isolate=False)
+    report = zoo.export.export(_tiny_model(), out, verify=False, latency_runs=0, isolate=False)
     assert report.ok
     model = _tiny_model("tiny_keras")
     model.save(out / "tiny.keras")
@@ -183,7 +187,7 @@ def test_scanning_loads_neither_tensorflow_nor_keras(hostile, clean_export):
     """The readers parse protos, flatbuffers and JSON; nothing that could run the artifact is imported."""
     paths = [str(hostile["read_file"])] + [str(clean_export / p) for p in (
         "tiny.keras", "tiny_float32.tflite", "tiny_float32.onnx", "tfjs_float32")]
-    code = (f"import sys; from zoo.deploy import scan; [scan.scan(p) for p in {paths!r}]; "
+    code = (f"import sys; from zoo import scan; [scan.scan(p) for p in {paths!r}]; "
             "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(Path(zoo.__file__).parents[1])})
@@ -415,7 +419,7 @@ def test_export_refuses_a_keras_lambda_and_runs_it_only_when_told_both(lambda_mo
     assert main(["export", path, "--out", str(tmp_path / "a"), "--formats", "saved_model", "--no-verify",
                  "--allow-unsafe-ops", "Lambda"]) == 2
     assert "--unsafe-deserialization" in capsys.readouterr().err
-    report = zoo.deploy.export(path, tmp_path / "b", "saved_model", verify=False, latency_runs=0, isolate=False,
+    report = zoo.export.export(path, tmp_path / "b", "saved_model", verify=False, latency_runs=0, isolate=False,
                                allow_unsafe_ops="Lambda", unsafe_deserialization=True)
     assert report.ok
     assert scan.scan(tmp_path / "b" / "saved_model" / "lam" / "1").clean  # the Lambda became graph ops

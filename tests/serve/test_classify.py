@@ -12,10 +12,13 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
-import zoo.deploy
-from zoo.deploy import metadata
-from zoo.deploy.serving import Server
-from zoo.deploy.signature import CLASSIFY_METHOD
+import zoo.export
+import zoo.formats
+import zoo.formats.signature
+import zoo.serve
+from zoo.formats import metadata
+from zoo.serve import Server
+from zoo.formats.signature import CLASSIFY_METHOD
 
 CLASSES = ["cat", "dog", "bird"]
 
@@ -32,7 +35,7 @@ def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("serving")
     model = _classifier()
     x = np.random.default_rng(0).normal(size=(8, 6, 6, 3)).astype("float32")
-    report = zoo.deploy.export(model, base / "export", ["saved_model"], serving_dir=base / "models", test_data=x,
+    report = zoo.export.export(model, base / "export", ["saved_model"], serving_dir=base / "models", test_data=x,
                                latency_runs=0, isolate=False, class_names=CLASSES)
     assert report.ok, report.table()
     with Server(base / "models", rest_port=0, grpc_port=0, poll_s=0) as server:
@@ -130,7 +133,7 @@ def test_rest_classify_answers_as_tf_serving_with_the_same_scores(served):
 
 
 def test_zoo_client_classifies_over_grpc_and_rest(served):
-    from zoo.deploy.serving import Client
+    from zoo.serve import Client
 
     model, x, _, _, server = served
     expected = model.predict(x[:2], verbose=0)

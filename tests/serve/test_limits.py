@@ -18,11 +18,11 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from zoo.benchmarks import serving_fuzz, serving_swap
 from zoo.benchmarks.serving_models import publish_count, publish_scale, publish_text
-from zoo.deploy.serving import Server, prune
-from zoo.deploy.serving.grpc_service import WARNINGS_KEY
-from zoo.deploy.serving.limits import Limits
-from zoo.deploy.serving.openapi import openapi_spec
-from zoo.deploy.serving.server import is_loopback
+from zoo.serve import Server, prune
+from zoo.serve.grpc_service import WARNINGS_KEY
+from zoo.serve.limits import Limits
+from zoo.serve.openapi import openapi_spec
+from zoo.serve.server import is_loopback
 
 MAX_REQUEST_BYTES = 1 << 20
 

@@ -1,7 +1,7 @@
-"""Any artifact zoo makes, opened in its own runtime with its metadata: `zoo.deploy.load`, what `zoo predict`
+"""Any artifact zoo makes, opened in its own runtime with its metadata: `zoo.artifacts.load`, what `zoo predict`
 and `zoo val` run.
 
-    artifact = zoo.deploy.load("exports/convnet_bn/convnet_bn_float32.onnx")
+    artifact = zoo.artifacts.load("exports/convnet_bn/convnet_bn_float32.onnx")
     artifact.metadata.class_names, artifact.metadata.task, artifact.metadata.description
     artifact = open_artifact("runs/convnet_bn-photos")        # a run directory: its last.keras
     artifact = open_artifact("saved_models/convnet_bn")       # a TF Serving base dir: the newest version
@@ -20,9 +20,9 @@ and `zoo val` run.
 | an OpenVINO folder (``model.xml`` + ``.bin``) or its ``.xml`` | the format's runner | OpenVINO Runtime (CPU) |
 
 The TFLite, ONNX, TF.js and SavedModel runtimes are the export formats' own runners
-(``zoo.deploy.formats.<format>.open_runner``), the ones export verification uses: one loader per
-runtime. Every artifact is scanned first (``zoo.deploy.scan.require_safe``): one holding ops that
-reach outside the model is refused unless the user accepts exactly those ops. (`zoo.deploy.scan` has
+(``zoo.formats.<format>.open_runner``), the ones export verification uses: one loader per
+runtime. Every artifact is scanned first (``zoo.scan.require_safe``): one holding ops that
+reach outside the model is refused unless the user accepts exactly those ops. (`zoo.scan` has
 no OpenVINO IR reader; an IR's opsets hold no op that reads files or runs code.)
 
 A damaged artifact is an `ArtifactError` naming the file and what its runtime said of it.
@@ -37,8 +37,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from zoo.deploy import metadata as metadata_lib
-from zoo.deploy.scan.report import ArtifactError  # one error for a path no reader, scanner or runtime can take
+from zoo.formats import metadata as metadata_lib
+from zoo.scan.report import ArtifactError  # one error for a path no reader, scanner or runtime can take
 from zoo.errors import ZooError
 
 RUN_DIR_MODELS = ("last.keras", "best.keras")  # a run directory's models, in order of preference
@@ -116,11 +116,11 @@ def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_des
     `allow_unsafe_ops` / `unsafe_deserialization`: what the user accepts of what `zoo scan` reports
     (the CLI's --allow-unsafe-ops, --unsafe-deserialization).
     """
-    from zoo.deploy.scan import require_safe
+    from zoo.scan import require_safe
 
     path, kind = resolve(path)
     if kind == "keras":
-        from zoo.deploy.model_io import load_model_file  # scans the file itself
+        from zoo.formats.model_io import load_model_file  # scans the file itself
 
         model = load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
         return _keras_artifact(path, model)
@@ -145,9 +145,9 @@ def load(artifact, *, num_threads: int = 2, allow_unsafe_ops=(), unsafe_deserial
 
     `artifact`: a `.keras`, `.tflite` or `.onnx` file, a SavedModel (version or base directory), a TF.js
     folder, an OpenVINO folder (or its `.xml`), or a run directory. The result's `predict(x)` runs it;
-    `metadata` (a `zoo.deploy.metadata.ModelMetadata`, None for an artifact exported without any) gives
+    `metadata` (a `zoo.formats.metadata.ModelMetadata`, None for an artifact exported without any) gives
     the task, the class names, the input's meaning and the predictions output, read from inside the
-    artifact itself (see `zoo.deploy.metadata` for where each format keeps it).
+    artifact itself (see `zoo.formats.metadata` for where each format keeps it).
 
     Raises:
         ArtifactError: a path that is no artifact (saying what it holds), or a damaged one (naming the file).
@@ -180,7 +180,7 @@ class _KerasRunner:
 
 
 def _keras_artifact(path, model):
-    from zoo.deploy.trace import signature_of
+    from zoo.formats.trace import signature_of
 
     first = signature_of(model).inputs[0]  # a subclassed model too, from the shapes it was built with
     return Artifact(path, "keras", metadata_lib.of_model(model), _KerasRunner(model), _KerasRunner.runtime,
@@ -188,7 +188,7 @@ def _keras_artifact(path, model):
 
 
 def _open_saved_model(path, meta, num_threads):
-    from zoo.deploy.formats.saved_model import open_runner
+    from zoo.formats.saved_model import open_runner
 
     runner = open_runner(path)
     spec = next(iter(runner._sig.structured_input_signature[1].values()))
@@ -198,8 +198,8 @@ def _open_saved_model(path, meta, num_threads):
 def _open_tflite(path, meta, num_threads):
     from ai_edge_litert.interpreter import Interpreter
 
-    from zoo.deploy.formats import tflite
-    from zoo.deploy.signature import SERVING_SIGNATURE
+    from zoo.formats import tflite
+    from zoo.formats.signature import SERVING_SIGNATURE
 
     interpreter = Interpreter(model_path=str(path))
     runner_inputs = interpreter.get_signature_runner(SERVING_SIGNATURE).get_input_details()
@@ -212,7 +212,7 @@ def _open_tflite(path, meta, num_threads):
 
 
 def _open_onnx(path, meta, num_threads):
-    from zoo.deploy.formats.onnx import open_runner
+    from zoo.formats.onnx import open_runner
 
     runner = open_runner(path, threads=num_threads)
     (first,) = runner._session.get_inputs()
@@ -224,7 +224,7 @@ def _open_onnx(path, meta, num_threads):
 def _open_tfjs(path, meta, num_threads):
     import json
 
-    from zoo.deploy.formats.tfjs import open_runner
+    from zoo.formats.tfjs import open_runner
 
     runner = open_runner(path)
     spec = json.loads((Path(path) / "model.json").read_text())
@@ -239,7 +239,7 @@ def _open_tfjs(path, meta, num_threads):
 
 
 def _open_openvino(path, meta, num_threads):
-    from zoo.deploy.formats.openvino import open_runner
+    from zoo.formats.openvino import open_runner
 
     runner = open_runner(path.parent if path.is_file() else path, threads=num_threads)
     (first, *_) = runner._model.inputs

@@ -4,8 +4,8 @@
     print(result.table())            # per input: the top-k classes with their scores
     result.to_json(), result.to_csv()
 
-The artifact (any kind `zoo.deploy.artifact` opens) runs in its own runtime. Its metadata
-(`zoo.deploy.metadata`) says how to read the inputs and how to name the outputs:
+The artifact (any kind `zoo.artifacts.artifact` opens) runs in its own runtime. Its metadata
+(`zoo.formats.metadata`) says how to read the inputs and how to name the outputs:
 
 | the model takes | INPUTS are | read as |
 |---|---|---|
@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from zoo.deploy.artifact import Artifact, open_artifact
+from zoo.artifacts.artifact import Artifact, open_artifact
 from zoo.errors import DataError
 
 BATCH_SIZE = 256
@@ -203,7 +203,7 @@ def read_inputs(art: Artifact, inputs: list, batch_size: int = BATCH_SIZE):
 
 
 def _client_side(described: dict, pixels: np.ndarray) -> np.ndarray:
-    """The preprocessing an image model's metadata says the client does (`zoo.deploy.metadata.describe`):
+    """The preprocessing an image model's metadata says the client does (`zoo.formats.metadata.describe`):
     pixels read as 0-255 become 0-1 for `scale: "0-1"`, then `(x - mean) / std` where given."""
     x = pixels / 255.0 if described.get("scale") == "0-1" else pixels
     if described.get("mean") is not None:

@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from zoo.deploy.artifact import Artifact, open_artifact
+from zoo.artifacts.artifact import Artifact, open_artifact
 from zoo.errors import DataError, suggest
 
 SPLITS = ("test", "validation", "train", "all")

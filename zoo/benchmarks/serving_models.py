@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def _save(write, base, name: str, version: int | None = None) -> Path:
-    from zoo.deploy.serving.layout import publish
+    from zoo.formats.saved_model_versions import publish
 
     return publish(write, Path(base) / name, version=version)
 
@@ -21,7 +21,7 @@ def publish_scale(base, version: int | None = None, factor: float | None = None)
     """Publishes `scale` (the next version, or `version`); its output is `x * factor` (default: the version)."""
     import tensorflow as tf
 
-    from zoo.deploy.serving.layout import versions
+    from zoo.formats.saved_model_versions import versions
 
     number = version or max(versions(Path(base) / "scale"), default=0) + 1
     k = float(factor if factor is not None else number)

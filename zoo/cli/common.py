@@ -16,7 +16,7 @@ def positive_int(text: str) -> int:
 
 
 def add_untrusted_flags(p, keras: bool = False) -> None:
-    """The flags with which a user accepts what `zoo scan` found (zoo.deploy.scan); for every command that
+    """The flags with which a user accepts what `zoo scan` found (zoo.scan); for every command that
     loads a user's artifact (serve, export, predict, val)."""
     p.add_argument("--allow-unsafe-ops", default=None, metavar="OP,OP",
                    help="accept exactly these ops that `zoo scan` reported (after review); no wildcards")

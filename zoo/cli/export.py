@@ -10,7 +10,7 @@ from zoo.cli.common import positive_int as _positive_int
 
 def add(sub):
     from zoo.core.options import add_arguments
-    from zoo.deploy.formats import FORMATS, cli_options
+    from zoo.formats import FORMATS, cli_options
 
     p = sub.add_parser(
         "export",
@@ -20,7 +20,7 @@ def add(sub):
                     "run, in seconds, and exits 0 if every format runs what zoo export would convert (the model, "
                     "or its RNN route) with its own ops, 1 if some cannot (or needs TFLite's Flex delegate), 2 on "
                     "bad input. "
-                    "The format options below are each format's own declarations (zoo/deploy/formats/).",
+                    "The format options below are each format's own declarations (zoo/formats/).",
     )
     p.add_argument("model", help="path to a .keras file, or a registry name (untrained)")
     p.add_argument("--check", action="store_true",
@@ -51,12 +51,12 @@ def add(sub):
 
 
 def _load_model(ref: str, args=None):
-    """A registry name is built; a path is scanned first (`zoo.deploy.scan`), then loaded in Keras's safe mode."""
+    """A registry name is built; a path is scanned first (`zoo.scan`), then loaded in Keras's safe mode."""
     import zoo
-    from zoo.deploy.model_io import load_model_file
+    from zoo.formats.model_io import load_model_file
 
-    if os.path.isdir(ref):  # a run directory: its last.keras (zoo.deploy.artifact)
-        from zoo.deploy.artifact import resolve
+    if os.path.isdir(ref):  # a run directory: its last.keras (zoo.artifacts.artifact)
+        from zoo.artifacts.artifact import resolve
 
         ref = str(resolve(ref)[0])
     if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
@@ -88,8 +88,8 @@ def _own_data(path, model, given: dict):
     for int8 calibration and its validation split for the accuracy budget, when asked for."""
     import numpy as np
 
-    from zoo.deploy import metadata
-    from zoo.deploy.val import labelled_batches
+    from zoo.formats import metadata
+    from zoo.artifacts.val import labelled_batches
     from zoo.errors import DataError
 
     meta = metadata.of_model(model)
@@ -112,15 +112,16 @@ def _own_data(path, model, given: dict):
 
 def _guarded(given: dict) -> bool:
     """An int8 guard (--max-accuracy-drop, --min-agreement) was given: it measures on the validation split."""
-    from zoo.deploy.formats.base import INT8_GUARDS
+    from zoo.formats.base import INT8_GUARDS
 
     return any(given.get(name) is not None for name in INT8_GUARDS)
 
 
 def _cmd_export(args) -> int:
-    import zoo.deploy
+    import zoo.export
+    import zoo.formats
     from zoo.core.options import given_values
-    from zoo.deploy.formats import cli_options
+    from zoo.formats import cli_options
 
     given = given_values(args, cli_options())
     model = _load_model(args.model, args)
@@ -128,8 +129,8 @@ def _cmd_export(args) -> int:
         return _check(model, args, given)
     test, description = _export_data(args, given, model)
     out = args.out or os.path.join("exports", model.name)
-    report = zoo.deploy.export(
-        model, out, args.formats or zoo.deploy.DEFAULT_FORMATS, test_data=test, max_eval_samples=args.eval_samples,
+    report = zoo.export.export(
+        model, out, args.formats or zoo.formats.DEFAULT_FORMATS, test_data=test, max_eval_samples=args.eval_samples,
         data_description=description, latency_runs=args.latency_runs, verify=args.verify,
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
               **({"data": args.data} if args.data else {})}, **given,
@@ -142,13 +143,14 @@ def _cmd_export(args) -> int:
 
 
 def _check(model, args, given: dict) -> int:
-    """`zoo export --check`: `zoo.deploy.check`'s table; exit 0 when every format runs the model, else 1."""
-    import zoo.deploy
+    """`zoo export --check`: `zoo.export.check`'s table; exit 0 when every format runs the model, else 1."""
+    import zoo.export
+    import zoo.formats
 
     other = sorted(k for k in given if k != "opset")
     if other:
         print(f"note: --check ignores the conversion option(s) {', '.join(other)}")
-    report = zoo.deploy.check(model, args.formats or zoo.deploy.DEFAULT_FORMATS, opset=given.get("opset"))
+    report = zoo.export.check(model, args.formats or zoo.formats.DEFAULT_FORMATS, opset=given.get("opset"))
     print(report.table())
     if args.out:  # for CI: the same answer as data
         from zoo.fileio import atomic_write_text

@@ -28,7 +28,7 @@ def short_reference(paper: str) -> str:
 def _cmd_list(args) -> int:
     import zoo
 
-    from zoo.deploy.matrix import exports_cell, load_results
+    from zoo.export.matrix import exports_cell, load_results
 
     rows = [zoo.model_info(n) for n in zoo.list_models(args.pattern, family=args.family)]
     exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)

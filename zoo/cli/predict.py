@@ -33,12 +33,12 @@ def add(sub):
 def _cmd_predict(args) -> int:
     import sys
 
-    from zoo.deploy.artifact import describe, open_artifact
-    from zoo.deploy.predict import predict
+    from zoo.artifacts.artifact import describe, open_artifact
+    from zoo.artifacts.predict import predict
 
     if args.serve_page:
-        from zoo.deploy import web_page
-        from zoo.deploy.scan import require_safe
+        from zoo.formats import tfjs_page as web_page
+        from zoo.scan import require_safe
 
         require_safe(args.artifact, args.allow_unsafe_ops or ())
         web_page.serve(args.artifact, port=args.port)

@@ -9,7 +9,7 @@ def add(sub):
     p = sub.add_parser(
         "scan", help="list the ops of a model artifact that reach files, the network, processes or run code",
         description="Reads SavedModel, .keras, .h5, TFLite, ONNX and TF.js artifacts as data, without executing "
-                    "them (zoo.deploy.scan). Exits 0 only if every artifact is clean, 1 if any holds unsafe ops, "
+                    "them (zoo.scan). Exits 0 only if every artifact is clean, 1 if any holds unsafe ops, "
                     "2 on bad input.",
     )
     p.add_argument("artifacts", nargs="+", metavar="ARTIFACT", help="a SavedModel directory or a model file")
@@ -18,7 +18,7 @@ def add(sub):
 
 
 def _cmd_scan(args) -> int:
-    from zoo.deploy.scan import scan
+    from zoo.scan import scan
 
     reports = [scan(a) for a in args.artifacts]
     if args.format == "json":

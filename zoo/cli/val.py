@@ -31,8 +31,8 @@ def _cmd_val(args) -> int:
     import os
     import sys
 
-    from zoo.deploy.artifact import describe, open_artifact
-    from zoo.deploy.val import val
+    from zoo.artifacts.artifact import describe, open_artifact
+    from zoo.artifacts.val import val
 
     artifact = open_artifact(args.artifact, num_threads=args.threads, allow_unsafe_ops=args.allow_unsafe_ops or (),
                              unsafe_deserialization=args.unsafe_deserialization)

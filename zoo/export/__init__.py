@@ -2,13 +2,13 @@
 `formats/`, each declaring its options), verification in each runtime, the report, and the
 TF Serving layout.
 
->>> report = zoo.deploy.export(model, "exports/convnet_bn", precision=("float32", "int8"),
+>>> report = zoo.export.export(model, "exports/convnet_bn", precision=("float32", "int8"),
 ...                            representative_data=train_batches, test_data=test_batches)
 >>> print(report.table())
->>> zoo.deploy.check(model).table()          # before exporting: which formats cannot run which layers
->>> zoo.deploy.load("exports/convnet_bn/saved_model").metadata.class_names
+>>> zoo.export.check(model).table()          # before exporting: which formats cannot run which layers
+>>> zoo.artifacts.load("exports/convnet_bn/saved_model").metadata.class_names
 
-The names below are imported on first use (PEP 562), so `import zoo.deploy` loads no TensorFlow.
+The names below are imported on first use (PEP 562), so `import zoo.export` loads no TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,28 +17,17 @@ import importlib
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "export": "zoo.deploy.exporter",
-    "check": "zoo.deploy.deployability",
-    "load": "zoo.deploy.artifact",
-    "Artifact": "zoo.deploy.artifact",
-    "ArtifactError": "zoo.deploy.artifact",
-    "ModelMetadata": "zoo.deploy.metadata",
-    "CheckReport": "zoo.deploy.deployability",
-    "DataShapeError": "zoo.deploy.inputs",
-    "TraceError": "zoo.deploy.trace",
-    "signature_of": "zoo.deploy.trace",
-    "UnsupportedOpsError": "zoo.deploy.diagnose",
-    "OutputDirError": "zoo.deploy.exporter",
-    "FORMATS": "zoo.deploy.formats",
-    "DEFAULT_FORMATS": "zoo.deploy.formats",
-    "OptionError": "zoo.deploy.formats",
-    "ModelFileError": "zoo.deploy.model_io",
-    "ExportReport": "zoo.deploy.report",
-    "export_saved_model": "zoo.deploy.signature",
-    "SERVING_SIGNATURE": "zoo.deploy.signature",
-    "publish_saved_model": "zoo.deploy.formats.saved_model",
-    "publish": "zoo.deploy.serving.layout",
-    "versions": "zoo.deploy.serving.layout",
+    "export": "zoo.export.exporter",
+    "OutputDirError": "zoo.export.exporter",
+    "check": "zoo.export.deployability",
+    "CheckReport": "zoo.export.deployability",
+    "ExportReport": "zoo.export.report",
+    "DataShapeError": "zoo.formats.inputs",
+    "TraceError": "zoo.formats.trace",
+    "UnsupportedOpsError": "zoo.formats.diagnose",
+    "FORMATS": "zoo.formats",
+    "DEFAULT_FORMATS": "zoo.formats",
+    "OptionError": "zoo.formats",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -48,7 +37,7 @@ def __getattr__(name):
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'zoo.deploy' has no attribute {name!r}")
+    raise AttributeError(f"module 'zoo.export' has no attribute {name!r}")
 
 
 def __dir__():

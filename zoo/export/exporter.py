@@ -6,7 +6,7 @@ shapes and the output directory. Then each artifact is converted and verified
 in a crash-isolated child process, so one format failing never stops or loses another.
 
 The format options are not listed here: each format module declares its own
-(`zoo.deploy.formats`), and `export`'s signature and docstring are derived from them.
+(`zoo.formats`), and `export`'s signature and docstring are derived from them.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy import inputs, metadata, model_io
-from zoo.deploy.inputs import DataShapeError
-from zoo.deploy.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
-from zoo.deploy.formats.base import INT8_GUARDS, Job, Target, median
-from zoo.deploy.isolation import ConversionProcess, InProcess
-from zoo.deploy.report import ExportReport
-from zoo.deploy.results import ArtifactResult, KerasReference
-from zoo.deploy.scan import parse_allow
+from zoo.formats import inputs, metadata, model_io
+from zoo.formats.inputs import DataShapeError
+from zoo.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
+from zoo.formats.base import INT8_GUARDS, Job, Target, median
+from zoo.export.isolation import ConversionProcess, InProcess
+from zoo.export.report import ExportReport
+from zoo.export.results import ArtifactResult, KerasReference
+from zoo.scan import parse_allow
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, ensure_dir
 
@@ -66,7 +66,7 @@ def export(
     Args:
         model: a `keras.Model`, or the path of a `.keras` file.
         out_dir: where the artifacts, `report.json` and `report.md` go.
-        formats: names from `zoo.deploy.formats.MODULES` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
+        formats: names from `zoo.formats.MODULES` (or "a,b,c"); see `zoo.formats.markdown_table()`.
         test_data: evaluation data: `x` or `(x, y)`, or a tf.data / iterable of such batches, where `x` is
             what the model takes (an array; a list or dict of arrays for several inputs). Parity (every
             output), int8 argmax agreement and accuracy are measured on it; without it, on random inputs.
@@ -74,19 +74,19 @@ def export(
         data_description: how the report names the data, e.g. "mnist test split".
         input_signature: what `model(...)` takes, as `tf.TensorSpec`s (one, or a list or dict of them),
             for a subclassed model that was never built; without it such a model is traced from the
-            first `test_data` batch, else from the shapes it was built with (`zoo.deploy.trace`).
+            first `test_data` batch, else from the shapes it was built with (`zoo.formats.trace`).
         latency_runs: batch-1 runs timed per artifact (after 5 warm-up runs); 0 skips latency.
         verify: load each artifact in its runtime and check it (the default).
         isolate: convert in a child process, so a converter crash fails only its own artifact.
         timeout_s: per artifact.
         card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`.
-        process: a `zoo.deploy.isolation.ConversionProcess` to reuse across exports (saves its start-up);
+        process: a `zoo.export.isolation.ConversionProcess` to reuse across exports (saves its start-up);
             not closed here.
-        allow_unsafe_ops: op names `zoo.deploy.scan` found in the model file that the user reviewed and accepts;
+        allow_unsafe_ops: op names `zoo.scan` found in the model file that the user reviewed and accepts;
             a model file with any other finding is refused (`UnsafeArtifactError`) before anything runs.
         unsafe_deserialization: load the model file with Keras's safe_mode off (Lambda bytecode runs).
         class_names: a classifier's class names (label i is `class_names[i]`), written into every artifact
-            with what its input means (`zoo.deploy.metadata`), for a model not trained by `zoo train`;
+            with what its input means (`zoo.formats.metadata`), for a model not trained by `zoo train`;
             they replace the names a zoo-trained model carries.
         input_meaning: what the input means beyond its shape, for clients: e.g. `{"channel_order": "RGB",
             "scale": "0-255", "mean": [...], "std": [...]}` for preprocessing done outside the model.
@@ -227,7 +227,7 @@ def _guard_data(resolved: dict, guards: dict, quantization_aware: bool, signatur
                           "validation split, --val-split).")
     val_x, val_y = inputs.collect(given, None, "validation_data", signature)
     if not labelled:
-        from zoo.deploy.ptq.budget import Goal, check_inputs
+        from zoo.formats.ptq.budget import Goal, check_inputs
 
         try:
             check_inputs(Goal.of(resolved[next(iter(guards))]), inputs.count(val_x))
@@ -240,7 +240,7 @@ def _guard_data(resolved: dict, guards: dict, quantization_aware: bool, signatur
 
 def _signature(model, input_signature, test_data):
     """The model's named inputs; an unbuilt subclassed model is traced from the first test batch."""
-    from zoo.deploy import trace
+    from zoo.formats import trace
 
     sample = None
     if input_signature is None and not trace.is_functional(model) and not getattr(model, "_build_shapes_dict", None):
@@ -250,7 +250,7 @@ def _signature(model, input_signature, test_data):
 
 def _output_widths(model) -> dict | None:
     """{output name: last-axis size} of a functional model (None for a subclassed one: known after a call)."""
-    from zoo.deploy.trace import is_functional, name_outputs
+    from zoo.formats.trace import is_functional, name_outputs
 
     if not is_functional(model):
         return None
@@ -347,7 +347,7 @@ def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None
 
 def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | None, str | None]:
     """(the export's SavedModel, None), or (None, why the model could not be traced)."""
-    from zoo.deploy.signature import export_saved_model
+    from zoo.formats.signature import export_saved_model
 
     path = work / "saved_model_default"
     try:
@@ -359,8 +359,8 @@ def _write_saved_model(model, signature, work: Path, meta=None) -> tuple[str | N
 
 
 def _keras_outputs(model, signature, x: dict) -> dict:
-    """Keras's outputs on the named inputs, by output name (`zoo.deploy.trace.name_outputs`)."""
-    from zoo.deploy.trace import name_outputs
+    """Keras's outputs on the named inputs, by output name (`zoo.formats.trace.name_outputs`)."""
+    from zoo.formats.trace import name_outputs
 
     x = inputs.for_keras(x)
     args = signature.pack(x)
@@ -399,7 +399,7 @@ def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReferen
 
 def _model_facts(model, signature, outputs, source, recurrent, meta=None) -> dict:
     from zoo.architectures import registry
-    from zoo.deploy.trace import describe_source
+    from zoo.formats.trace import describe_source
 
     described = [{"name": t.name, "shape": ["None" if d is None else d for d in t.shape], "dtype": t.dtype}
                  for t in signature.inputs]
@@ -407,7 +407,7 @@ def _model_facts(model, signature, outputs, source, recurrent, meta=None) -> dic
              "source": source, "inputs": described, "input": described[0],
              "traced_from": signature.traced_from, "traced_from_text": describe_source(signature),
              "outputs": outputs, "recurrent_layers": sorted(set(model_io.recurrent_layers(model))) if recurrent else []}
-    if meta is not None:  # what the artifacts carry (zoo.deploy.metadata), for the model card
+    if meta is not None:  # what the artifacts carry (zoo.formats.metadata), for the model card
         facts.update(task=meta.task, class_names=list(meta.class_names) if meta.class_names else None,
                      input_meaning=meta.description, predictions_output=meta.output)
     with contextlib.suppress(ZooError):

@@ -22,13 +22,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 
-from zoo.deploy.formats.base import CannotVerify, Job
-from zoo.deploy.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
+from zoo.formats.base import CannotVerify, Job
+from zoo.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 
 
 def artifact_size(path) -> int:
     """Bytes of the model's files (a TF.js folder's web page and its tf.min.js are not the model)."""
-    from zoo.deploy.web_page import PAGE_FILES
+    from zoo.formats.tfjs_page import PAGE_FILES
 
     path = Path(path)
     if path.is_file():
@@ -40,7 +40,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     """Converts and verifies one target, in this process. Never raises for a format's own failure."""
     import importlib
 
-    from zoo.deploy.verify import verify
+    from zoo.export.verify import verify
 
     target = job.target
     module = importlib.import_module(target.module)
@@ -50,7 +50,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     try:
         converted = module.convert(job)
         if job.metadata:
-            from zoo.deploy import metadata
+            from zoo.formats import metadata
 
             metadata.write(converted.path, metadata.ModelMetadata.from_json(job.metadata))  # before verifying
     except Exception as e:
@@ -104,7 +104,7 @@ class ConversionProcess:
         self._log_path = log_path  # the child's stdout and stderr (converter chatter), quoted on a crash
 
     def _start(self):
-        # A fresh interpreter (`python -m zoo.deploy.isolation`), not multiprocessing's spawn: spawn
+        # A fresh interpreter (`python -m zoo.export.isolation`), not multiprocessing's spawn: spawn
         # re-imports the caller's main module, which reruns an unguarded user script.
         parent_r, child_w = os.pipe()
         child_r, parent_w = os.pipe()
@@ -112,7 +112,7 @@ class ConversionProcess:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "zoo.deploy.isolation", str(child_r), str(child_w)],
+            [sys.executable, "-m", "zoo.export.isolation", str(child_r), str(child_w)],
             pass_fds=(child_r, child_w), env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
         )
         os.close(child_r)

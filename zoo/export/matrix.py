@@ -1,7 +1,7 @@
 """Every architecture in the zoo, exported to every format: the status matrix `zoo list` shows.
 
 `scripts/export_matrix.py` runs it and commits the result as data
-(`zoo/deploy/export_matrix.json`), as timm commits its results CSVs; the
+(`zoo/export/export_matrix.json`), as timm commits its results CSVs; the
 tests run the same function over the registry.
 """
 
@@ -12,9 +12,9 @@ import datetime
 import json
 from pathlib import Path
 
-from zoo.deploy.formats import DEFAULT_FORMATS, FORMATS
-from zoo.deploy.isolation import ConversionProcess
-from zoo.deploy.results import EXPORT_FAILED, PASSED
+from zoo.formats import DEFAULT_FORMATS, FORMATS
+from zoo.export.isolation import ConversionProcess
+from zoo.export.results import EXPORT_FAILED, PASSED
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
@@ -32,7 +32,7 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
 
     import zoo
     from zoo.architectures import registry
-    from zoo.deploy.exporter import export
+    from zoo.export.exporter import export
 
     out_dir = ensure_dir(out_dir)
     names = zoo.list_models() if names is None else names
@@ -65,7 +65,7 @@ def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=prin
 
 
 def write_results(results: dict, path=RESULTS_PATH) -> Path:
-    from zoo.deploy.report import package_versions
+    from zoo.export.report import package_versions
 
     payload = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "versions": package_versions(), "formats": list(FORMATS), "results": results}

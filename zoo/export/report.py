@@ -8,9 +8,9 @@ import importlib.metadata
 import json
 from pathlib import Path
 
-from zoo.deploy.results import (EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult,
+from zoo.export.results import (EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult,
                                  KerasReference)
-from zoo.deploy.verify import CRITERIA
+from zoo.export.verify import CRITERIA
 from zoo.fileio import atomic_write_text
 
 STATUS_TEXT = {
@@ -33,7 +33,7 @@ def package_versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     try:
-        js = Path(__file__).parent / "js" / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
+        js = Path(__file__).parent.parent / "formats" / "js" / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
         versions["@tensorflow/tfjs"] = json.loads(js.read_text())["version"]
     except (OSError, ValueError, KeyError):
         versions["@tensorflow/tfjs"] = None
@@ -42,7 +42,7 @@ def package_versions() -> dict:
 
 @dataclasses.dataclass
 class ExportReport:
-    """What `zoo.deploy.export` did: one result per artifact, plus the Keras reference and a model card."""
+    """What `zoo.export.export` did: one result per artifact, plus the Keras reference and a model card."""
 
     model: dict  # name, architecture, family, paper, params, input, outputs
     data: dict  # evaluation and calibration data
@@ -207,7 +207,7 @@ def budget_lines(result: ArtifactResult) -> list[str]:
 def options_text(result: ArtifactResult) -> str:
     """The report's options column: the options of the artifact's format set to other than their declared
     default (the variant option is its own column), e.g. `opset=17`."""
-    from zoo.deploy.formats import FORMATS
+    from zoo.formats import FORMATS
 
     fmt = FORMATS.get(result.format)
     if fmt is None:

@@ -1,15 +1,15 @@
 """What an export produced, as typed records: one `ArtifactResult` per artifact, and the Keras reference.
 
 They cross from the isolated conversion process to the caller (pickled) and end up in the
-report (`zoo.deploy.report`), its JSON and its Markdown model card.
+report (`zoo.export.report`), its JSON and its Markdown model card.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from zoo.deploy.formats.base import Attempt
-from zoo.deploy.verify import Verification
+from zoo.formats.base import Attempt
+from zoo.export.verify import Verification
 
 PASSED = "passed"
 EXPORTED = "exported"  # converted, verification not requested

@@ -3,7 +3,7 @@
 `compare` checks outputs against Keras's: output names and shapes, then the tolerance of the
 artifact's precision class, plus argmax agreement and accuracy where there is a class axis.
 `verify` runs an artifact's runner on the evaluation set, compares, and times batch-1 latency.
-Export (`zoo.deploy.export`, `zoo export`) and the inference benchmark both use them, and both
+Export (`zoo.export.export`, `zoo export`) and the inference benchmark both use them, and both
 return typed results.
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from zoo.deploy.formats.base import Job, Runner, median
+from zoo.formats.base import Job, Runner, median
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +110,7 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
 def verify(runner: Runner, job: Job) -> Verification:
     """The artifact's runner on the job's evaluation set (every input, by name) against the Keras
     outputs (every output), and its batch-1 latency."""
-    from zoo.deploy.inputs import count, take
+    from zoo.formats.inputs import count, take
 
     x = job.inputs("eval_x")
     references = {name: np.asarray(job.array(f"ref_{i}")) for i, name in enumerate(job.output_names)}

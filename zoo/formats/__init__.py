@@ -1,9 +1,9 @@
 """The export formats: one module each, and the table derived from their declarations.
 
-Adding a format is one module `zoo/deploy/formats/<name>.py` (a `FORMAT = Format(...)` declaration
+Adding a format is one module `zoo/formats/<name>.py` (a `FORMAT = Format(...)` declaration
 beside `convert(job)` and `open_runner(path, ...)`; see `base`) plus its name in `MODULES`. Adding an
 export option is one `Option(...)` in its format's `FORMAT`. From those declarations come
-`zoo.deploy.export`'s keyword checking, signature and docstring, `zoo export`'s flags, the report's
+`zoo.export.export`'s keyword checking, signature and docstring, `zoo export`'s flags, the report's
 options column and the README's formats table (`scripts/update_readme.py`), as Ultralytics derives
 its exporter, arguments and docs from one table of formats.
 
@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 
 from zoo.core.options import Option, OptionError
-from zoo.deploy.formats.base import Format
+from zoo.formats.base import Format
 from zoo.errors import UnknownNameError
 
 __all__ = ["DEFAULT_FORMATS", "FORMATS", "MODULES", "Format", "OptionError", "cli_options", "get_format",
@@ -35,7 +35,7 @@ def _declarations() -> dict[str, Format]:
             raise TypeError(f"{module.__name__} must declare FORMAT = Format(name={name!r}, ...).")
         for function in ("convert", "open_runner"):
             if not callable(getattr(module, function, None)):
-                raise TypeError(f"{module.__name__} must define {function}(); see zoo.deploy.formats.base.")
+                raise TypeError(f"{module.__name__} must define {function}(); see zoo.formats.base.")
         formats[name] = dataclasses.replace(fmt, module=module.__name__)
     return formats
 
@@ -79,7 +79,7 @@ def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
                 first, takers = owners[option.name]
                 if first != option:
                     raise TypeError(f"Export option {option.name!r} is declared differently by {takers[0]} and "
-                                    f"{f.name}; declare it once (zoo/deploy/formats/base.py) and share it.")
+                                    f"{f.name}; declare it once (zoo/formats/base.py) and share it.")
                 owners[option.name] = (first, (*takers, f.name))
             else:
                 owners[option.name] = (option, (f.name,))

@@ -1,6 +1,6 @@
 """The interface every format module implements, and what it is handed.
 
-A format module `zoo/deploy/formats/<name>.py` declares itself and defines two functions:
+A format module `zoo/formats/<name>.py` declares itself and defines two functions:
 
     FORMAT = Format(name=..., options=(Option(...), ...), artifact=..., runtime=..., description=...)
 
@@ -9,14 +9,14 @@ A format module `zoo/deploy/formats/<name>.py` declares itself and defines two f
     open_runner(path, *, threads=DEFAULT_THREADS, example=None) -> Runner
         the artifact opened in its real runtime; `example` is one input batch a runtime may
         prepare on (LiteRT's XNNPACK), `threads` its intra-op threads
-    unsupported_ops(traced: TracedGraph) -> list[zoo.deploy.diagnose.OpGap]
+    unsupported_ops(traced: TracedGraph) -> list[zoo.formats.diagnose.OpGap]
         the ops of the model's graph the format cannot run, found in seconds without converting
-        where the format's op set is known (`zoo export --check`, `zoo.deploy.deployability`)
+        where the format's op set is known (`zoo export --check`, `zoo.export.check`)
     route_around(traced: TracedGraph) -> str | None  (optional)
         where `convert` has a route the traced graph does not show (TFLite's batch-1 graph for RNNs):
         a note if that route runs with the format's own ops, else None
 
-Export runs both inside the crash-isolated process (`zoo.deploy.isolation`), so a converter
+Export runs both inside the crash-isolated process (`zoo.export.isolation`), so a converter
 or runtime that segfaults only fails its own target; the benchmarks call `open_runner` directly.
 The module imports nothing heavy at import time (converters and runtimes inside the functions),
 so the table of formats, the CLI flags and the docs derive from `FORMAT` without loading TensorFlow.
@@ -35,21 +35,21 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option, number_range
-from zoo.deploy.trace import Signature
+from zoo.formats.trace import Signature
 from zoo.fileio import TMP_PREFIX, atomic_dir
 
 DEFAULT_THREADS = 2  # intra-op threads of a runtime opened for verification
-PRECISIONS = ("float32", "float16", "int8")  # tolerance classes of `zoo.deploy.verify.CRITERIA`
+PRECISIONS = ("float32", "float16", "int8")  # tolerance classes of `zoo.export.verify.CRITERIA`
 
 
 @dataclasses.dataclass(frozen=True)
 class Format:
     """One export format, declared once in its module; export, the CLI, the report and the docs read it.
 
-    `options` are the keywords `zoo.deploy.export` takes for this format (and `zoo export`'s flags).
+    `options` are the keywords `zoo.export.export` takes for this format (and `zoo export`'s flags).
     `variant_option` names the option whose values are separate artifacts (TFLite's precisions),
     filled into `artifact` as `{variant}`; `precisions` maps each variant to its tolerance class
-    (float32, float16 or int8). `module` is filled in by `zoo.deploy.formats` from `MODULES`.
+    (float32, float16 or int8). `module` is filled in by `zoo.formats` from `MODULES`.
     """
 
     name: str
@@ -116,11 +116,11 @@ CALIBRATION_SAMPLES = Option("calibration_samples", "how many representative inp
                              check=POSITIVE_INT)
 MAX_ACCURACY_DROP = Option(
     "max_accuracy_drop", "int8 within this many accuracy points of float: the layers whose quantization costs most "
-    "stay float (per-layer sensitivity on validation_data; zoo.deploy.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
+    "stay float (per-layer sensitivity on validation_data; zoo.formats.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
 MIN_AGREEMENT = Option(
     "min_agreement", "int8 whose top-1 class agrees with the float model's on at least this percent of inputs like "
     "validation_data's, at 95% confidence (no labels needed; 99 takes >= 381 inputs): the layers whose quantization "
-    "moves the outputs most stay float (zoo.deploy.ptq.budget)",
+    "moves the outputs most stay float (zoo.formats.ptq.budget)",
     check=number_range(0, 100, lo_open=True), metavar="PERCENT")
 VALIDATION_DATA = Option("validation_data", "data the int8 guards measure on, never the test data: labelled (x, y) for "
                          "max_accuracy_drop, inputs alone will do for min_agreement (the CLI draws it from --dataset's "
@@ -164,15 +164,15 @@ class Job:
     latency_runs: int = 50
     warmup_runs: int = 5
     verify: bool = True
-    signature: Signature | None = None  # the model's named inputs (`zoo.deploy.trace`)
+    signature: Signature | None = None  # the model's named inputs (`zoo.formats.trace`)
     layers: dict = dataclasses.field(default_factory=dict)  # layer name -> class name, for error messages
     recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers
     quantization_aware: bool = False  # trained with fake quantization (zoo.quantization): int8 from its own ranges
     model_path_error: str | None = None  # why model_path is None
     model_name: str = "model"
-    allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.deploy.scan)
+    allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.scan)
     unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
-    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.deploy.metadata)
+    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.formats.metadata)
 
     def array(self, name: str) -> np.ndarray | None:
         path = self.data.get(name)
@@ -180,7 +180,7 @@ class Job:
 
     def inputs(self, name: str = "eval_x") -> dict[str, np.ndarray] | None:
         """Named inputs saved by the export: eval_x, rep_x or warmup_x; `{input name: array}`."""
-        from zoo.deploy import inputs
+        from zoo.formats import inputs
 
         path = self.data.get(name)
         return None if path is None else inputs.load(path)
@@ -203,7 +203,7 @@ class Job:
 
     def keras_model(self):
         """The model, loaded once per process (the RNN routes rebuild it)."""
-        from zoo.deploy import model_io
+        from zoo.formats import model_io
         from zoo.errors import ZooError
 
         if self.model_path is None:
@@ -221,7 +221,7 @@ class Job:
             return self.saved_model_dir
         path = os.path.join(self.work_dir, f"saved_model_{variant or 'default'}")
         if not os.path.isdir(path):  # written atomically, so a complete one from an earlier target
-            from zoo.deploy.signature import export_saved_model
+            from zoo.formats.signature import export_saved_model
 
             signature = self.signature if model is None else None  # a rebuilt model says its own inputs
             with atomic_dir(path) as tmp:
@@ -254,7 +254,7 @@ class Job:
         feed-forward graph, at the price of a fixed sequence length. Written once per export and shape,
         so the formats share it.
         """
-        from zoo.deploy import model_io
+        from zoo.formats import model_io
 
         variant = "unrolled_" + "x".join(map(str, example_shape))
         return self.saved_model(variant, model=model_io.unrolled_copy(self.keras_model(), example_shape))
@@ -262,7 +262,7 @@ class Job:
 
 @dataclasses.dataclass
 class TracedGraph:
-    """The model traced once, what each format's `unsupported_ops` inspects (`zoo.deploy.deployability`).
+    """The model traced once, what each format's `unsupported_ops` inspects (`zoo.export.check`).
 
     `concrete_function` is the export's serving function (named inputs with a dynamic batch axis, named
     outputs); `graph_def` is it frozen with control flow v2 kept (`While`, TensorList ops) and functions
@@ -325,7 +325,7 @@ class Runner:
     input_names: list[str] = []
 
     def named(self, x) -> dict[str, np.ndarray]:
-        from zoo.deploy.inputs import as_named
+        from zoo.formats.inputs import as_named
 
         return as_named(x, list(self.input_names), "inputs")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoo.deploy.scan.keras_config import scan_config
-from zoo.deploy.scan.report import ArtifactError
+from zoo.formats.unsafe.keras_config import scan_config
+from zoo.scan.report import ArtifactError
 
 ATTRIBUTES = ("model_config", "training_config")
 

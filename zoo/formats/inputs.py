@@ -4,7 +4,7 @@ Export measures every artifact on the same evaluation inputs and calibrates
 int8 on representative inputs. Both come from the caller in whatever structure
 the model takes (an array; a list or tuple in input order; a dict keyed by
 input name; `(x, y)` pairs; a tf.data or any iterable of such batches) and are
-turned here into one array per named input (`zoo.deploy.trace.Signature`),
+turned here into one array per named input (`zoo.formats.trace.Signature`),
 checked against the model's shapes and dtypes with errors that name the input.
 They cross to the conversion process as one `.npz` file (`save` / `load`).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy.trace import Signature
+from zoo.formats.trace import Signature
 from zoo.errors import ZooError
 
 RANDOM_EVAL_SAMPLES = 64

@@ -6,8 +6,8 @@ import json
 import zipfile
 from pathlib import Path
 
-from zoo.deploy.scan.keras_config import scan_config
-from zoo.deploy.scan.report import ArtifactError
+from zoo.formats.unsafe.keras_config import scan_config
+from zoo.scan.report import ArtifactError
 
 CONFIG = "config.json"  # keras/src/saving/saving_lib.py: _CONFIG_FILENAME
 MAX_CONFIG_BYTES = 256 * 2**20  # a config is kilobytes; a zip bomb is not read past this

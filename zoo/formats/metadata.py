@@ -21,7 +21,7 @@ i), the side file TF Serving clients and Model Garden's exporters look for.
 
 A model not trained by zoo gets its metadata from `describe` (its class names and what its input is,
 given by the caller or read from its signature and preprocessing layers), as
-``zoo.deploy.export(model, ..., class_names=[...])`` does.
+``zoo.export.export(model, ..., class_names=[...])`` does.
 
 Writes are atomic: the artifact is rewritten beside itself and renamed into place.
 """
@@ -127,8 +127,8 @@ def describe(model, *, class_names=None, task: Optional[str] = None, input: Opti
         input: what the input means, laid over what is read from the model: e.g. `{"channel_order": "RGB",
             "scale": "0-1", "mean": [...], "std": [...]}` for preprocessing the client must do.
         output: the output holding the predictions (default: the first, or the one with one unit per class).
-        signature: `zoo.deploy.trace.signature_of(model)`, when the caller has it.
-        output_names: the model's output names (`zoo.deploy.trace.name_outputs`) and, optionally, widths:
+        signature: `zoo.formats.trace.signature_of(model)`, when the caller has it.
+        output_names: the model's output names (`zoo.formats.trace.name_outputs`) and, optionally, widths:
             `{name: last-axis size}`.
     """
     own = of_model(model)
@@ -167,7 +167,7 @@ def _input_from_model(model, signature=None) -> dict:
     One float input of shape (height, width, 1|3|4) is an image (`zoo.data.raw_input.ImageInput`'s keys);
     anything else is described as named tensors.
     """
-    from zoo.deploy.trace import signature_of
+    from zoo.formats.trace import signature_of
 
     signature = signature or signature_of(model)
     inside = []
@@ -223,7 +223,7 @@ def _input_text(d: dict) -> str:
 # ---------------------------------------------------------------- artifacts on disk
 
 
-OPENVINO_XML = "model.xml"  # an OpenVINO artifact directory's IR (zoo.deploy.formats.openvino.IR_NAME)
+OPENVINO_XML = "model.xml"  # an OpenVINO artifact directory's IR (zoo.formats.openvino.IR_NAME)
 LABELS_FILE = Path("assets") / "labels.txt"  # a classifier SavedModel's class names, one a line
 
 

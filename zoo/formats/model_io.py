@@ -24,16 +24,16 @@ def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool =
                     compile: bool = True) -> "keras.Model":  # noqa: F821
     """Loads a `.keras` file after scanning it; a missing, corrupt or refused file is a clear error.
 
-    The file is first read as data by `zoo.deploy.scan` (`require_safe`): Lambda layers, custom
+    The file is first read as data by `zoo.scan` (`require_safe`): Lambda layers, custom
     objects and Keras's non-modeling functions are refused unless named in `allow_unsafe_ops`.
     Keras then loads it with `safe_mode=True`, which still refuses Lambda bytecode, unless
     `unsafe_deserialization` (the CLI's `--unsafe-deserialization`) says the user trusts it.
 
     Raises:
         ModelFileError: missing, not a file, not a .keras archive, or Keras cannot load it.
-        zoo.deploy.scan.UnsafeArtifactError: the scan found ops not in `allow_unsafe_ops`.
+        zoo.scan.UnsafeArtifactError: the scan found ops not in `allow_unsafe_ops`.
     """
-    from zoo.deploy import scan
+    from zoo import scan
 
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -91,7 +91,7 @@ def input_vocabularies(model, signature) -> dict:
     Random evaluation inputs for a string or id input are drawn from it, so that verification
     exercises the lookup table instead of its out-of-vocabulary bucket alone.
     """
-    from zoo.deploy.trace import is_functional
+    from zoo.formats.trace import is_functional
 
     if not is_functional(model):
         return {}

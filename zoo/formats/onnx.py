@@ -1,14 +1,14 @@
 """ONNX via tf2onnx from the export's SavedModel, with a dynamic batch axis named "batch", run with
 onnxruntime: float32, float16 and int8.
 
-`zoo.deploy.formats.onnx_convert` says why from the SavedModel (tf2onnx's `from_function` turns a
+`zoo.formats.onnx_convert` says why from the SavedModel (tf2onnx's `from_function` turns a
 `Normalization` layer's constants into graph inputs) and what it rewrites. float16 and int8 are made
-from the float32 graph by onnxruntime's own tools (`zoo.deploy.ptq.onnx_static`): float16 weights and
+from the float32 graph by onnxruntime's own tools (`zoo.formats.ptq.onnx_static`): float16 weights and
 compute with float32 inputs and outputs; int8 as a static QDQ model calibrated on the representative
 data (uint8 activations per tensor, int8 weights per channel), which onnxruntime's CPU provider runs
 with its int8 kernels. A quantization-aware model's int8 uses the ranges it learned. With
 `max_accuracy_drop` or `min_agreement`, the most sensitive layers stay float (`nodes_to_exclude`;
-`zoo.deploy.ptq.budget`).
+`zoo.formats.ptq.budget`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import re
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
                                      Runner, atomic_output, predict_in_chunks)
-from zoo.deploy.ptq.budget import Goal
+from zoo.formats.ptq.budget import Goal
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -45,7 +45,7 @@ FORMAT = Format(
 def _float_proto(job: Job):
     """(the model as float ONNX, its `onnx_convert.Rewrites`); a quantization-aware model's keeps its
     fake quantization as QDQ pairs."""
-    from zoo.deploy.formats.onnx_convert import convert_saved_model
+    from zoo.formats.onnx_convert import convert_saved_model
 
     opset = job.target.options["opset"]
     proto, rewrites = convert_saved_model(job.saved_model(), opset, job.layers)
@@ -58,13 +58,13 @@ def _float_proto(job: Job):
 
 def unsupported_ops(traced) -> list:
     """The graph's ops tf2onnx has no handler for at the opset (`onnx_convert.unsupported_tf_ops`)."""
-    from zoo.deploy.formats.onnx_convert import unsupported_tf_ops
+    from zoo.formats.onnx_convert import unsupported_tf_ops
 
     return unsupported_tf_ops(traced.graph_def, traced.options.get("opset") or FORMAT.option("opset").default)
 
 
 def convert(job: Job) -> Converted:
-    from zoo.deploy.ptq import onnx_static
+    from zoo.formats.ptq import onnx_static
     precision, options = job.target.variant, job.target.options
     notes, details = [f"opset {options['opset']}"], {}
     proto, rewrites = _float_proto(job)
@@ -106,7 +106,7 @@ def _calibration(job: Job) -> dict[str, np.ndarray]:
 
 
 # ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers the budget may keep
-# float (zoo.deploy.ptq.budget.quantizable_layers: adds, pooling, concatenation, softmax, custom layers' ops).
+# float (zoo.formats.ptq.budget.quantizable_layers: adds, pooling, concatenation, softmax, custom layers' ops).
 WEIGHTED_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")
 NEW_RANGE_OPS = ("Add", "Sub", "Mul", "Sum", "Mean", "Concat", "GlobalAveragePool", "AveragePool", "ReduceMean",
                  "Softmax", "Slice", "Pad")
@@ -140,7 +140,7 @@ def _budgeted(job: Job, float_path: str, scratch: str, out_path) -> dict:
     """int8 with the layers the accuracy budget keeps float (`nodes_to_exclude`), calibrated once."""
     import shutil
 
-    from zoo.deploy.ptq import budget, onnx_static
+    from zoo.formats.ptq import budget, onnx_static
 
     prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
     nodes = layer_nodes(prepared, budget.quantizable_layers(job.keras_model()))

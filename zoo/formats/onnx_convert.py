@@ -23,7 +23,7 @@ keras.applications model.
 3. Ops tf2onnx cannot map stay in the graph under their TensorFlow name, and
    onnxruntime fails to load the model with an "INVALID_GRAPH ... In Node"
    error about an op nobody wrote. Here they are an `UnsupportedOpsError` that
-   names the op, the Keras layer and what to do (`zoo.deploy.diagnose`).
+   names the op, the Keras layer and what to do (`zoo.formats.diagnose`).
 4. onnxruntime folds a zero `Pad` into the `MaxPool` after it (`PadFusion`, a
    basic-level optimization since microsoft/onnxruntime#18136, on by default).
    A MaxPool's own padding never wins the max (-inf), a zero pad does: the
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from zoo.deploy.diagnose import OpGap, unknown_ops, unsupported_ops_error
+from zoo.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
 
 REWRITTEN = frozenset({"Erfc"})  # rewritten here before tf2onnx sees the graph
 

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
                                      Runner, atomic_output, predict_in_chunks)
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
@@ -60,7 +60,7 @@ def unsupported_ops(traced) -> list:
 
     from openvino.frontend import FrontEndManager
 
-    from zoo.deploy.diagnose import OpGap
+    from zoo.formats.diagnose import OpGap
 
     frontend = FrontEndManager().load_by_framework("tf")
     with tempfile.TemporaryDirectory(prefix="zoo-openvino-check-") as scratch:
@@ -130,8 +130,8 @@ def _quantize(job: Job, model, ov):
         count = len(next(iter(named.values())))
         quantized = nncf.quantize(model, _dataset(data), subset_size=count)
         return quantized, {"note": f"NNCF post-training int8, calibrated on {count} examples"}
-    from zoo.deploy.ptq.budget import Goal, validation, wilson_interval
-    from zoo.deploy.ptq.budget import summary as budget_summary
+    from zoo.formats.ptq.budget import Goal, validation, wilson_interval
+    from zoo.formats.ptq.budget import summary as budget_summary
 
     goal = Goal.of(options)
     rep = np.asarray(job.single_input("rep_x")[:n], np.float32)  # the guards take single-input models
@@ -150,7 +150,7 @@ def _quantize(job: Job, model, ov):
     def metric(compiled, _data) -> float:
         return float(np.mean(predict(compiled).argmax(-1) == reference))
 
-    def guarded(compiled, _data) -> float:  # agreement: its 95% lower bound (zoo.deploy.ptq.budget)
+    def guarded(compiled, _data) -> float:  # agreement: its 95% lower bound (zoo.formats.ptq.budget)
         share = metric(compiled, _data)
         return wilson_interval(share, len(x))[0] if goal.metric == "agreement" else share
 
@@ -247,7 +247,7 @@ def layer_of(names: list[str], model) -> str:
     `names` are the op's and its neighbours' (see `quantized_ops`); the first in a Keras layer's name
     scope gives a layer, and the weighted layer at or before it in the Keras graph is the op's.
     """
-    from zoo.deploy.ptq.budget import WEIGHTED
+    from zoo.formats.ptq.budget import WEIGHTED
 
     for name in names:
         for layer in model.layers:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import PATH, POSITIVE_INT, Option
-from zoo.deploy.formats.base import DEFAULT_THREADS, Converted, Format, Job, Runner, predict_in_chunks
-from zoo.deploy.signature import SERVING_SIGNATURE
+from zoo.formats.base import DEFAULT_THREADS, Converted, Format, Job, Runner, predict_in_chunks
+from zoo.formats.signature import SERVING_SIGNATURE
 
 FORMAT = Format(
     name="saved_model",
@@ -30,13 +30,13 @@ def publish_saved_model(model, base_dir="saved_models", name=None, *, version=No
 
     With `warmup_data` (real inputs: an array or a tf.data of `(x, y)` batches) the version also
     gets TF Serving warmup records built from its first `warmup_records` examples
-    (`zoo.deploy.serving.warmup`), written before the version directory appears.
+    (`zoo.formats.saved_model_warmup`), written before the version directory appears.
 
     Returns the version directory, e.g. `saved_models/convnet_bn/3`.
     """
-    from zoo.deploy.serving.layout import publish
-    from zoo.deploy.serving.warmup import model_samples, predict_requests, write_warmup
-    from zoo.deploy.signature import export_saved_model
+    from zoo.formats.saved_model_versions import publish
+    from zoo.formats.saved_model_warmup import model_samples, predict_requests, write_warmup
+    from zoo.formats.signature import export_saved_model
 
     name = name or model.name
     requests = None
@@ -57,9 +57,9 @@ def convert(job: Job) -> Converted:
     name>/` atomically, with TF Serving warmup records from the evaluation data when real data was given."""
     import shutil
 
-    from zoo.deploy.inputs import count
-    from zoo.deploy.serving.layout import publish
-    from zoo.deploy.serving.warmup import predict_requests, write_warmup
+    from zoo.formats.inputs import count
+    from zoo.formats.saved_model_versions import publish
+    from zoo.formats.saved_model_warmup import predict_requests, write_warmup
 
     opts = job.target.options
     base = Path(opts.get("serving_dir") or job.target.path)

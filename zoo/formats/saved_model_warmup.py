@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-from zoo.deploy.signature import SERVING_SIGNATURE, input_specs
+from zoo.formats.signature import SERVING_SIGNATURE, input_specs
 
 WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
 MAX_RECORDS = 1000  # TF Serving refuses to load a version with more

@@ -1,11 +1,11 @@
 """The SavedModel signature every exported graph is built from, through Keras 3's `ExportArchive`.
 
 The `serving_default` signature (`SERVING_SIGNATURE`) takes the model's inputs by name (e.g.
-`image`, not `args_0`; `zoo.deploy.trace` says how any Keras model, a subclassed one included,
+`image`, not `args_0`; `zoo.formats.trace` says how any Keras model, a subclassed one included,
 gets its names) with a dynamic batch axis, and returns a dict keyed by the output names (e.g.
 `predictions`). That is what TF Serving's REST and gRPC APIs address, and what the TFLite, TF.js
 and ONNX converters start from. Layers whose TensorFlow lowering no converter takes are traced
-through `zoo.deploy.layer_rewrites`. Imports TensorFlow only when a function runs, so the
+through `zoo.formats.layer_rewrites`. Imports TensorFlow only when a function runs, so the
 constant is cheap to import.
 """
 
@@ -24,14 +24,14 @@ CLASSIFY_INPUT = "inputs"
 
 def input_specs(model, batch_size: int | None = None, signature=None) -> list:
     """One `tf.TensorSpec` per model input: its name and a dynamic (or the given) batch axis."""
-    from zoo.deploy.trace import signature_of
+    from zoo.formats.trace import signature_of
 
     return (signature or signature_of(model)).specs(batch_size)
 
 
 def serving_fn(model, signature=None):
     """A function of the model's inputs (positional, in signature order) returning `{output_name: tensor}`."""
-    from zoo.deploy.trace import name_outputs, signature_of
+    from zoo.formats.trace import name_outputs, signature_of
 
     signature = signature or signature_of(model)
 
@@ -49,7 +49,7 @@ def classify_fn(model, signature, class_names, output: str):
     known (a `tf.Example` feature parses to a fixed shape only)."""
     import tensorflow as tf
 
-    from zoo.deploy.trace import name_outputs
+    from zoo.formats.trace import name_outputs
 
     features = {}
     for info in signature.inputs:
@@ -89,11 +89,11 @@ def export_saved_model(model, path: Path | str, batch_size: int | None = None, s
                        metadata=None) -> Path:
     """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
 
-    `path` must not exist yet; see `zoo.deploy.serving.layout.publish` for
+    `path` must not exist yet; see `zoo.formats.saved_model_versions.publish` for
     the versioned, atomic TF Serving layout. `batch_size` fixes the batch
     axis (TFLite's route for RNNs); by default it is dynamic. `signature`
-    (`zoo.deploy.trace.signature_of`) is needed for a subclassed model that
-    was never built. `metadata` (`zoo.deploy.metadata.ModelMetadata`, default the
+    (`zoo.formats.trace.signature_of`) is needed for a subclassed model that
+    was never built. `metadata` (`zoo.formats.metadata.ModelMetadata`, default the
     model's own) is written beside the graph; a classifier's class names also give
     the SavedModel `assets/labels.txt` and TF Serving's `classify` signature
     (`classify_fn`), which TF Serving's Classify API and `zoo serve` answer.
@@ -101,9 +101,9 @@ def export_saved_model(model, path: Path | str, batch_size: int | None = None, s
     import keras
     import tensorflow as tf
 
-    from zoo.deploy import metadata as metadata_lib
-    from zoo.deploy.layer_rewrites import portable_layers
-    from zoo.deploy.trace import signature_of
+    from zoo.formats import metadata as metadata_lib
+    from zoo.formats.layer_rewrites import portable_layers
+    from zoo.formats.trace import signature_of
 
     path = Path(path)
     signature = signature or signature_of(model)

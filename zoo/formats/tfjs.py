@@ -1,6 +1,6 @@
 """TF.js graph model, converted from a SavedModel and run with @tensorflow/tfjs in Node.
 
-Recurrent models need a route, like in TFLite (`zoo.deploy.formats.tflite`):
+Recurrent models need a route, like in TFLite (`zoo.formats.tflite`):
 
 - no route (None): the plain SavedModel, for everything without RNN layers.
 - `control_flow_v2`: the plain SavedModel with control flow v2 ops, so Keras's
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option
-from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
+from zoo.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
                                      Runner, atomic_output, unrolled_note)
-from zoo.deploy.signature import SERVING_SIGNATURE, SERVING_TAG
+from zoo.formats.signature import SERVING_SIGNATURE, SERVING_TAG
 
 # weight storage (one graph model each) -> tolerance class
 PRECISIONS = {"float32": "float32", "float16": "float16", "uint16": "float16", "uint8": "int8"}
@@ -48,14 +48,14 @@ FORMAT = Format(
     ),
 )
 
-JS_DIR = Path(__file__).resolve().parent.parent / "js"
+JS_DIR = Path(__file__).resolve().parent / "js"
 RUNNER_JS = JS_DIR / "run_tfjs.js"
 CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
 
 
 def unsupported_ops(traced) -> list:
     """The graph's ops that tfjs cannot run (its converter's op lists; `tfjs_ops`)."""
-    from zoo.deploy.formats import tfjs_ops
+    from zoo.formats import tfjs_ops
 
     return tfjs_ops.unsupported_graph_ops(traced.graph_def)
 
@@ -68,7 +68,7 @@ def routes(recurrent: bool) -> list:
 
 
 def convert(job: Job) -> Converted:
-    from zoo.deploy.diagnose import UnsupportedOpsError
+    from zoo.formats.diagnose import UnsupportedOpsError
 
     weights = job.target.variant or "float32"
     attempts = []
@@ -88,7 +88,7 @@ def convert(job: Job) -> Converted:
                         notes.append("control flow v2")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, job)
-                from zoo.deploy import web_page
+                from zoo.formats import tfjs_page as web_page
 
                 notes += web_page.write(tmp)  # index.html + tf.min.js beside model.json
         except UnsupportedOpsError:
@@ -110,9 +110,9 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
     The converter's own op check runs off (it rejects `Erfc` before it can be rewritten);
     `tfjs_ops.check_ops` runs it afterwards against the same op lists, naming the layers.
     """
-    from zoo.deploy._tfjs_shim import convert_tf_saved_model
-    from zoo.deploy.formats import tfjs_ops
-    from zoo.deploy.formats.tfjs_unfuse import compose_hard_swish, unfuse_tensor_bias
+    from zoo.formats.tfjs_shim import convert_tf_saved_model
+    from zoo.formats import tfjs_ops
+    from zoo.formats.tfjs_unfuse import compose_hard_swish, unfuse_tensor_bias
 
     try:
         convert_tf_saved_model()(
@@ -126,7 +126,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
             skip_op_check=True,
         )
     except Exception as e:  # with its op check off the converter may crash on ops tfjs lacks: name them
-        from zoo.deploy.diagnose import UnsupportedOpsError
+        from zoo.formats.diagnose import UnsupportedOpsError
 
         try:
             tfjs_ops.check_saved_model_ops(saved_model_dir, layers)

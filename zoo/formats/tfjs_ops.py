@@ -26,7 +26,7 @@ import functools
 import json
 from pathlib import Path
 
-from zoo.deploy.diagnose import OpGap, unknown_ops, unsupported_ops_error
+from zoo.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
 
 # Ops the converter adds itself or that tfjs resolves without a kernel of that name.
 _ALWAYS = frozenset({"Placeholder", "Const", "Identity", "NoOp", "_FusedConv2D", "_FusedMatMul",
@@ -39,7 +39,7 @@ REWRITTEN = frozenset({"Erfc", "StatefulPartitionedCall", "PartitionedCall"})  #
 @functools.lru_cache(maxsize=1)
 def supported_ops() -> frozenset:
     """The TensorFlow op names tfjs runs, from the converter's op lists (found without importing
-    tensorflowjs, whose import needs `zoo.deploy._tfjs_shim` and loads the converter)."""
+    tensorflowjs, whose import needs `zoo.formats.tfjs_shim` and loads the converter)."""
     import importlib.util
 
     spec = importlib.util.find_spec("tensorflowjs")

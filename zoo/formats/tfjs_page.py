@@ -3,16 +3,16 @@
     zoo export model.keras --formats tfjs          # exports/<model>/tfjs_float32/{model.json, index.html, tf.min.js}
     zoo predict --serve-page exports/<model>/tfjs_float32    # http://127.0.0.1:PORT/ until Ctrl-C
 
-The page (``zoo/deploy/js/page/index.html``, no build step) loads the graph model with plain
+The page (``zoo/formats/js/page/index.html``, no build step) loads the graph model with plain
 @tensorflow/tfjs (``tf.loadGraphModel``; ``executeAsync`` for graphs with control flow, such as
 RNN while loops), reads what the model takes and its class names from ``model.json``'s
 ``userDefinedMetadata.zoo_metadata``, and runs it on a dropped image, a pasted CSV row or series,
-or typed text. ``tf.min.js`` is copied from the project's npm install (``zoo/deploy/js``), so the
+or typed text. ``tf.min.js`` is copied from the project's npm install (``zoo/formats/js``), so the
 page works offline.
 
 The server binds 127.0.0.1 only and serves the folder read-only; it also accepts a POST of the
 page's self-test results to ``/results`` (``index.html?test=cases.json``), which the browser test
-(tests/deploy/test_web_page.py) reads.
+(tests/artifacts/test_web_page.py) reads.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def write(folder) -> list[str]:
     shutil.copyfile(PAGE, folder / "index.html")
     if not TFJS_BUNDLE.is_file():
         return [f"index.html written without tf.min.js: @tensorflow/tfjs is not installed ({TFJS_BUNDLE.parent.parent} "
-                "missing; run `npm install` in zoo/deploy/js)"]
+                "missing; run `npm install` in zoo/formats/js)"]
     shutil.copyfile(TFJS_BUNDLE, folder / "tf.min.js")
     return ["index.html + tf.min.js: `zoo predict --serve-page` serves the page"]
 

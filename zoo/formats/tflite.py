@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.core.options import BOOL, Option
-from zoo.deploy.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
+from zoo.formats.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
                                      CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
                                      predict_in_chunks, unrolled_note)
-from zoo.deploy.ptq.budget import Goal
-from zoo.deploy.signature import SERVING_SIGNATURE
+from zoo.formats.ptq.budget import Goal
+from zoo.formats.signature import SERVING_SIGNATURE
 
 # precision (one .tflite each) -> tolerance class
 PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8"}
@@ -223,7 +223,7 @@ def unsupported_ops(traced) -> list[OpGap]:
     """
     import tensorflow as tf
 
-    from zoo.deploy.diagnose import TABLE_OPS, graph_nodes
+    from zoo.formats.diagnose import TABLE_OPS, graph_nodes
 
     if any(op in TABLE_OPS for op, _ in graph_nodes(traced.graph_def)):
         # Lookup tables are resources, which the frozen-graph path turns into placeholders: the model's own
@@ -324,12 +324,12 @@ def flex_ops(flatbuffer: bytes) -> list[str]:
 
 
 def _guarded_int8(job: Job, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
-    """Full int8 but the layers the guard keeps float (`zoo.deploy.ptq.budget`), quantized by the converter's
-    own quantizer with those layers' ops denylisted (`zoo.deploy.ptq.tflite_denylist`)."""
+    """Full int8 but the layers the guard keeps float (`zoo.formats.ptq.budget`), quantized by the converter's
+    own quantizer with those layers' ops denylisted (`zoo.formats.ptq.tflite_denylist`)."""
     import os
 
-    from zoo.deploy.ptq import budget
-    from zoo.deploy.ptq.tflite_denylist import DenylistQuantizer
+    from zoo.formats.ptq import budget
+    from zoo.formats.ptq.tflite_denylist import DenylistQuantizer
 
     model = job.keras_model()
     outputs = [t._keras_history.operation.name for t in model.outputs]

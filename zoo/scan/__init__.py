@@ -1,8 +1,8 @@
 """Scan a model artifact for ops that reach outside the model, without executing it.
 
->>> report = zoo.deploy.scan.scan("saved_models/convnet_bn/1")
+>>> report = zoo.scan.scan("saved_models/convnet_bn/1")
 >>> report.clean, [(f.op, str(f.capability), f.location) for f in report.findings]
->>> zoo.deploy.scan.require_safe("model.keras", allow=("Lambda",))   # raises UnsafeArtifactError
+>>> zoo.scan.require_safe("model.keras", allow=("Lambda",))   # raises UnsafeArtifactError
 
 A SavedModel is a program: TF Serving, `tf.saved_model.load` and every converter run
 its ops (`ReadFile`, `WriteFile`, `PyFunc`, ...) without asking, and Keras's safe_mode
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from zoo.deploy.scan.report import ArtifactError, Finding, ScanReport, UnsafeArtifactError, describe
-from zoo.deploy.scan.unsafe import Capability, UnsafeOp, all_names
+from zoo.scan.report import ArtifactError, Finding, ScanReport, UnsafeArtifactError, describe
+from zoo.formats.unsafe import Capability, UnsafeOp, all_names
 from zoo.errors import ZooError, suggest
 
 __all__ = ["KINDS", "AllowListError", "ArtifactError", "Capability", "Finding", "ScanReport", "UnsafeArtifactError",
@@ -65,12 +65,12 @@ class Kind:
 KINDS = (
     Kind("saved_model", lambda p: p.is_dir() and ((p / "saved_model.pb").is_file()
                                                    or (p / "saved_model.pbtxt").is_file()),
-         "zoo.deploy.scan.savedmodel_reader"),
-    Kind("tfjs", lambda p: p.is_file() and p.suffix == ".json", "zoo.deploy.scan.tfjs_reader"),
-    Kind("keras", lambda p: p.is_file() and _is_zip_with_config(p), "zoo.deploy.scan.keras_reader"),
-    Kind("h5", lambda p: p.is_file() and _head(p) == _HDF5_MAGIC, "zoo.deploy.scan.h5_reader"),
-    Kind("tflite", lambda p: p.is_file() and _head(p)[4:8] == b"TFL3", "zoo.deploy.scan.tflite_reader"),
-    Kind("onnx", lambda p: p.is_file() and p.suffix == ".onnx", "zoo.deploy.scan.onnx_reader"),
+         "zoo.scan.savedmodel_reader"),
+    Kind("tfjs", lambda p: p.is_file() and p.suffix == ".json", "zoo.scan.tfjs_reader"),
+    Kind("keras", lambda p: p.is_file() and _is_zip_with_config(p), "zoo.formats.keras"),
+    Kind("h5", lambda p: p.is_file() and _head(p) == _HDF5_MAGIC, "zoo.formats.h5"),
+    Kind("tflite", lambda p: p.is_file() and _head(p)[4:8] == b"TFL3", "zoo.scan.tflite_reader"),
+    Kind("onnx", lambda p: p.is_file() and p.suffix == ".onnx", "zoo.scan.onnx_reader"),
 )
 
 

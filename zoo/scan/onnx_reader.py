@@ -14,8 +14,8 @@ import collections
 import os
 from pathlib import Path
 
-from zoo.deploy.scan.report import ArtifactError, Finding
-from zoo.deploy.scan.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS
+from zoo.scan.report import ArtifactError, Finding
+from zoo.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS
 
 
 def _external_location(tensor) -> str | None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from zoo.deploy.scan.unsafe import Capability, UnsafeOp
+from zoo.formats.unsafe import Capability, UnsafeOp
 from zoo.errors import ZooError
 
 
 class ArtifactError(ZooError, ValueError):
     """A path that is not a model artifact zoo can read or open (missing, unknown kind, corrupt), saying what
-    was found there; raised by the scanner and by `zoo.deploy.load` alike."""
+    was found there; raised by the scanner and by `zoo.artifacts.load` alike."""
 
 
 class UnsafeArtifactError(ZooError, PermissionError):

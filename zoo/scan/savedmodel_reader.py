@@ -20,9 +20,9 @@ from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory, text_format
 
-from zoo.deploy.scan.graph import scan_graph
-from zoo.deploy.scan.keras_config import scan_config
-from zoo.deploy.scan.report import ArtifactError
+from zoo.formats.unsafe.graph import scan_graph
+from zoo.formats.unsafe.keras_config import scan_config
+from zoo.scan.report import ArtifactError
 
 _SAVER = "the saver (restores variables/ at load)"
 _INIT = "the init op (runs at load)"

@@ -13,10 +13,10 @@ import json
 import os
 from pathlib import Path
 
-from zoo.deploy.scan.graph import scan_graph
-from zoo.deploy.scan.keras_config import scan_config
-from zoo.deploy.scan.report import ArtifactError, Finding
-from zoo.deploy.scan.unsafe import EXTERNAL_DATA, Capability
+from zoo.formats.unsafe.graph import scan_graph
+from zoo.formats.unsafe.keras_config import scan_config
+from zoo.scan.report import ArtifactError, Finding
+from zoo.formats.unsafe import EXTERNAL_DATA, Capability
 
 
 def _weight_paths(manifest, folder: Path):

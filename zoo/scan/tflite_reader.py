@@ -12,8 +12,8 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-from zoo.deploy.scan.report import ArtifactError, Finding
-from zoo.deploy.scan.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS
+from zoo.scan.report import ArtifactError, Finding
+from zoo.formats.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS
 
 IDENTIFIER = b"TFL3"  # schema.fbs: file_identifier
 FLEX_PREFIX = "Flex"

@@ -6,7 +6,7 @@ development and tests.
 - `warmup.py`: `assets.extra/tf_serving_warmup_requests` (PredictionLog records).
 - `config.py`: `models.config` (`write_config`) and `docker_command`.
 - `store.py`: the served versions, kept in step with the directory by polling; each scanned
-  (`zoo.deploy.scan`) before it loads.
+  (`zoo.scan`) before it loads.
 - `limits.py`: request size, JSON depth, concurrency, queue, deadline, non-finite inputs (`Limits`),
   and the admission both APIs share; `openapi.py`: the REST API's OpenAPI description.
 - `codec.py`, `errors.py`, `metadata.py`: wire formats, status codes, signature metadata.
@@ -20,17 +20,17 @@ from __future__ import annotations
 import importlib
 
 # public name -> the module that defines it, imported on first use (PEP 562): `import
-# zoo.deploy.serving` loads neither TensorFlow nor the server's packages.
+# zoo.serve` loads neither TensorFlow nor the server's packages.
 _EXPORTS = {
     **dict.fromkeys(("build_config", "docker_command", "model_names", "parse_labels", "read_config", "write_config"),
-                    "zoo.deploy.serving.config"),
-    **dict.fromkeys(("ModelDirError", "ServingError"), "zoo.deploy.serving.errors"),
-    **dict.fromkeys(("prune", "publish", "versions"), "zoo.deploy.serving.layout"),
-    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.deploy.serving.warmup"),
-    "Client": "zoo.deploy.serving.client",
-    "Server": "zoo.deploy.serving.server",
-    "ModelStore": "zoo.deploy.serving.store",
-    "Batcher": "zoo.deploy.serving.batching",
+                    "zoo.serve.config"),
+    **dict.fromkeys(("ModelDirError", "ServingError"), "zoo.serve.errors"),
+    **dict.fromkeys(("prune", "publish", "versions"), "zoo.formats.saved_model_versions"),
+    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.formats.saved_model_warmup"),
+    "Client": "zoo.serve.client",
+    "Server": "zoo.serve.server",
+    "ModelStore": "zoo.serve.store",
+    "Batcher": "zoo.serve.batching",
 }
 __all__ = sorted(_EXPORTS)
 

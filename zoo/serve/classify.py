@@ -1,6 +1,6 @@
 """TF Serving's Classify API (`tensorflow_serving/apis/classification.proto`) over a classify signature.
 
-A classifier exported by zoo carries one (`zoo.deploy.signature.classify_fn`): serialized
+A classifier exported by zoo carries one (`zoo.formats.signature.classify_fn`): serialized
 `tf.Example`s in (`inputs`), `classes` (the class names) and `scores` out, method name
 `tensorflow/serving/classify`. This module answers a `ClassificationRequest` with it as TF Serving
 does (`tensorflow_serving/servables/tensorflow/classifier.cc`, `util.cc`):
@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from tensorflow_serving.apis import classification_pb2
 
-from zoo.deploy.serving.errors import invalid
-from zoo.deploy.signature import CLASSIFY_INPUT, CLASSIFY_METHOD, SERVING_SIGNATURE
+from zoo.serve.errors import invalid
+from zoo.formats.signature import CLASSIFY_INPUT, CLASSIFY_METHOD, SERVING_SIGNATURE
 
 
 def examples(input_proto) -> list:
@@ -93,7 +93,7 @@ def check_signature(servable, signature_name: str):
         found = [k for k, s in servable.signature_defs.items() if s.method_name == CLASSIFY_METHOD]
         hint = (f" Name signature {found[0]!r} (model_spec.signature_name) for classification." if found else
                 f" {servable.name} has no classify signature: it is exported with one when it has class names "
-                "(zoo.deploy.export(..., class_names=[...])); use Predict meanwhile.")
+                "(zoo.export.export(..., class_names=[...])); use Predict meanwhile.")
         raise invalid(f"Expected classification signature method_name to be {CLASSIFY_METHOD}. Was: "
                       f"{signature.method_name}.{hint}")
     if CLASSIFY_INPUT not in signature.inputs:

@@ -16,8 +16,8 @@ import urllib.parse
 
 import numpy as np
 
-from zoo.deploy.serving.errors import HTTP_STATUS, ServingError
-from zoo.deploy.signature import CLASSIFY_SIGNATURE, SERVING_SIGNATURE
+from zoo.serve.errors import HTTP_STATUS, ServingError
+from zoo.formats.signature import CLASSIFY_SIGNATURE, SERVING_SIGNATURE
 
 
 class Client:
@@ -218,7 +218,7 @@ class _Grpc:
     def metadata(self, spec: _Spec) -> dict:
         from tensorflow_serving.apis import get_model_metadata_pb2
 
-        from zoo.deploy.serving.metadata import metadata_json
+        from zoo.serve.metadata import metadata_json
 
         request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
         spec.fill(request.model_spec)
@@ -227,7 +227,7 @@ class _Grpc:
     def status(self, spec: _Spec) -> dict:
         from tensorflow_serving.apis import get_model_status_pb2
 
-        from zoo.deploy.serving.codec import proto_json
+        from zoo.serve.codec import proto_json
 
         request = get_model_status_pb2.GetModelStatusRequest()
         spec.fill(request.model_spec)

@@ -35,7 +35,7 @@ import tensorflow as tf
 from google.protobuf import json_format
 from tensorflow.core.framework import types_pb2
 
-from zoo.deploy.serving.errors import ServingError, invalid
+from zoo.serve.errors import ServingError, invalid
 
 B64 = "b64"
 

@@ -2,7 +2,7 @@
 
 `tensorflow.serving.PredictionService` (`Predict`, `Classify`, `GetModelMetadata`;
 `tensorflow_serving/apis/prediction_service.proto`; Classify runs a model's classify signature,
-`zoo.deploy.serving.classify`) and
+`zoo.serve.classify`) and
 `tensorflow.serving.ModelService` (`GetModelStatus`; `model_service.proto`).
 Failures abort the call with the canonical code and TF Serving's message:
 INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED (message size, decoded tensor size, a
@@ -32,12 +32,12 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from zoo.deploy.serving import classify, codec
-from zoo.deploy.serving.errors import ServingError, runtime_error
-from zoo.deploy.serving.limits import Admission, Limits
-from zoo.deploy.serving.metadata import metadata_response
-from zoo.deploy.serving.store import ModelStore
-from zoo.deploy.signature import SERVING_SIGNATURE
+from zoo.serve import classify, codec
+from zoo.serve.errors import ServingError, runtime_error
+from zoo.serve.limits import Admission, Limits
+from zoo.serve.metadata import metadata_response
+from zoo.serve.store import ModelStore
+from zoo.formats.signature import SERVING_SIGNATURE
 
 log = logging.getLogger("zoo.serving")
 

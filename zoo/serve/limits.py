@@ -18,7 +18,7 @@ import math
 import threading
 import time
 
-from zoo.deploy.serving.errors import ServingError
+from zoo.serve.errors import ServingError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Limits:
 
 def add_arguments(parser) -> None:
     """`zoo serve` flags for every `Limits` field, with its default and help."""
-    group = parser.add_argument_group("limits (zoo.deploy.serving.limits)")
+    group = parser.add_argument_group("limits (zoo.serve.limits)")
     for f in dataclasses.fields(Limits):
         if f.name == "max_request_bytes":
             group.add_argument("--max-request-mb", type=float, default=f.default / 2**20,

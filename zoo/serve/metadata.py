@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tensorflow_serving.apis import get_model_metadata_pb2
 
-from zoo.deploy.serving.codec import proto_json
-from zoo.deploy.serving.errors import invalid
+from zoo.serve.codec import proto_json
+from zoo.serve.errors import invalid
 
 SIGNATURE_DEF = "signature_def"
 

@@ -30,12 +30,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from zoo.deploy.serving import classify, codec
-from zoo.deploy.serving.errors import ServingError, invalid, runtime_error
-from zoo.deploy.serving.limits import Admission, Limits
-from zoo.deploy.serving.metadata import metadata_json, metadata_response
-from zoo.deploy.serving.openapi import openapi_spec
-from zoo.deploy.serving.store import ModelStore
+from zoo.serve import classify, codec
+from zoo.serve.errors import ServingError, invalid, runtime_error
+from zoo.serve.limits import Admission, Limits
+from zoo.serve.metadata import metadata_json, metadata_response
+from zoo.serve.openapi import openapi_spec
+from zoo.serve.store import ModelStore
 
 log = logging.getLogger("zoo.serving")
 

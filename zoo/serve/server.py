@@ -21,11 +21,11 @@ import threading
 import grpc
 import uvicorn
 
-from zoo.deploy.serving.batching import Batcher
-from zoo.deploy.serving.grpc_service import add_services
-from zoo.deploy.serving.limits import Admission, Limits
-from zoo.deploy.serving.rest import create_app
-from zoo.deploy.serving.store import ModelStore
+from zoo.serve.batching import Batcher
+from zoo.serve.grpc_service import add_services
+from zoo.serve.limits import Admission, Limits
+from zoo.serve.rest import create_app
+from zoo.serve.store import ModelStore
 from zoo.errors import UnknownNameError, ZooError
 
 log = logging.getLogger("zoo.serving")
@@ -56,10 +56,10 @@ class Server:
         host: interface to bind (loopback by default; any other address logs a warning).
         rest_port, grpc_port: ports; 0 picks a free one (see `rest_port`/`grpc_port` after `start`).
         poll_s: seconds between scans for new or removed versions.
-        batching: run concurrent requests as one batch (`zoo.deploy.serving.batching`).
+        batching: run concurrent requests as one batch (`zoo.serve.batching`).
         models, labels: see `ModelStore`.
         limits: request size, JSON depth, concurrency, queue, deadline, non-finite inputs
-            (`zoo.deploy.serving.limits.Limits`); any of its fields may also be given as a keyword,
+            (`zoo.serve.limits.Limits`); any of its fields may also be given as a keyword,
             e.g. `Server(base, max_request_bytes=2**20)`.
         allow_unsafe_ops: ops `zoo scan` reported that the user accepts; a version holding any
             other is refused (`ModelStore`).

@@ -9,7 +9,7 @@ label. Requests in flight keep a reference to the version they resolved, so
 removing it never fails them, and a version is added to the served set only
 once it is loaded and warmed up, so no request ever sees a half-loaded one.
 
-Every version is scanned (`zoo.deploy.scan`) before it is loaded: loading a
+Every version is scanned (`zoo.scan`) before it is loaded: loading a
 SavedModel runs its graph's ops, and a version holding ops that reach files, the
 network or processes, or run code, is refused (reported as END with the reason)
 unless the server was told to accept exactly those ops.
@@ -29,13 +29,13 @@ from google.protobuf import text_format
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_status_pb2
 
-from zoo.deploy import scan
-from zoo.deploy.serving import codec
-from zoo.deploy.serving.config import CONFIG_FILE, model_names, read_config
-from zoo.deploy.serving.errors import ModelDirError, ServingError, invalid, not_found
-from zoo.deploy.serving.layout import versions
-from zoo.deploy.serving.warmup import read_warmup
-from zoo.deploy.signature import SERVING_SIGNATURE
+from zoo import scan
+from zoo.serve import codec
+from zoo.serve.config import CONFIG_FILE, model_names, read_config
+from zoo.serve.errors import ModelDirError, ServingError, invalid, not_found
+from zoo.formats.saved_model_versions import versions
+from zoo.formats.saved_model_warmup import read_warmup
+from zoo.formats.signature import SERVING_SIGNATURE
 from zoo.errors import UnknownNameError, suggest
 
 log = logging.getLogger("zoo.serving")

@@ -12,7 +12,7 @@ printed with its reason and the flag that overrides it; a value the user gave is
 The model is the registry architecture wrapped in the data's fitted preprocessing
 (:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization), `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
-every export take the data as it is stored, and carry its metadata (`zoo.deploy.metadata`).
+every export take the data as it is stored, and carry its metadata (`zoo.formats.metadata`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def build_model(config: TrainConfig, data: PathData):
     """
     import keras
 
-    from zoo.deploy import metadata
+    from zoo.formats import metadata
     from zoo.training import features
     from zoo.core.model import ZooModel
 

@@ -145,7 +145,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     baseline = baselines.run(config) if config.baseline and is_chief else None
     export_path = None
     if config.export_dir and is_chief:
-        from zoo.deploy import publish_saved_model
+        from zoo.formats.saved_model import publish_saved_model
 
         # Real test (or validation) examples become the version's TF Serving warmup records.
         export_path = publish_saved_model(model, config.export_dir, config.model,

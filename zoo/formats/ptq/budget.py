@@ -8,7 +8,7 @@ Two guards (`Goal`), one search:
   that share of inputs like the validation ones, at 95% confidence: the lower end of the Wilson
   interval of the agreement measured on the validation inputs reaches the minimum. It needs no
   labels, and it is what a deployment promises: the decisions of the model that was validated
-  (zoo's verification holds int8 to 99% agreement with Keras, `zoo.deploy.verify.CRITERIA`). The
+  (zoo's verification holds int8 to 99% agreement with Keras, `zoo.export.verify.CRITERIA`). The
   bound is on the interval, not the measured share, because a search that stops at the first set of
   float layers whose measured agreement reaches the minimum fits the validation inputs' noise
   (measured on EfficientNetB0: 7 layers float met 99% on 200 validation images and agreed on 98.8%
@@ -281,7 +281,7 @@ def run(job, layers: Sequence[str], quantize: Callable[..., str], float_path: st
         latency_runs: int = 50) -> BudgetResult:
     """`search` for an export job: guard, validation data and runtime from the job, costs measured.
 
-    `job` is the export's `zoo.deploy.formats.base.Job` (its `val_x`/`val_y` arrays and the target's
+    `job` is the export's `zoo.formats.base.Job` (its `val_x`/`val_y` arrays and the target's
     `max_accuracy_drop` or `min_agreement`); `open_runner(path, example=...)` opens an artifact in the
     format's runtime. Agreement is with the float artifact in the same runtime, and the search holds
     its 95% lower bound to the minimum (the float artifact's is 1: it is the reference). The result's

@@ -34,7 +34,7 @@ SAME_RANGE = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identi
 
 class _Batches:
     """onnxruntime's `CalibrationDataReader` over the model's inputs: an array (one input) or a dict of
-    arrays by input name (`zoo.deploy.inputs`)."""
+    arrays by input name (`zoo.formats.inputs`)."""
 
     def __init__(self, names: list[str], x, batch: int = CALIBRATION_BATCH):
         if not isinstance(x, dict):

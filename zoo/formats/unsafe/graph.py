@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import collections
 
-from zoo.deploy.scan.report import Finding
-from zoo.deploy.scan.unsafe import CUSTOM_TF_OP, TF_OPS
+from zoo.scan.report import Finding
+from zoo.formats.unsafe import CUSTOM_TF_OP, TF_OPS
 
 
 def _called(node, functions) -> list[str]:

@@ -1,14 +1,14 @@
 """`check`: which formats can run a model, learned in seconds from one trace, before any conversion.
 
-    report = zoo.deploy.check(model)                # a keras.Model or a .keras path
+    report = zoo.export.check(model)                # a keras.Model or a .keras path
     print(report.table())
     report.ok                                       # every format runs it with its own ops
     report.result("tflite").gaps                    # each op, its Keras layers, what would run it
 
-The model is traced once into the export's serving function (`zoo.deploy.signature.serving_fn`:
+The model is traced once into the export's serving function (`zoo.formats.signature.serving_fn`:
 named inputs, a dynamic batch axis, the same layer rewrites) and frozen with control flow v2 kept.
-Each format's `unsupported_ops(traced)` (`zoo/deploy/formats/<name>.py`) inspects that graph; the
-ops it names are traced back to their Keras layers by `zoo.deploy.diagnose.layer_of`, the mapper
+Each format's `unsupported_ops(traced)` (`zoo/formats/<name>.py`) inspects that graph; the
+ops it names are traced back to their Keras layers by `zoo.formats.diagnose.layer_of`, the mapper
 the export's own errors use.
 
 | format | how it knows | cost |
@@ -43,7 +43,7 @@ import json
 import os
 import time
 
-from zoo.deploy.diagnose import OpGap, advice, layer_of
+from zoo.formats.diagnose import OpGap, advice, layer_of
 
 RUNS = "runs"
 RUNS_VIA_ROUTE = "runs via route"  # the traced graph does not, the graph zoo export converts does (RNNs in TFLite)
@@ -180,7 +180,7 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
     Args:
         model: a `keras.Model`, or the path of a `.keras` file (scanned first, as `export` does).
         formats: names or "a,b" (default: every format whose runtime is installed, as `export`).
-        input_signature, sample: for a subclassed model that was never built (`zoo.deploy.trace`).
+        input_signature, sample: for a subclassed model that was never built (`zoo.formats.trace`).
         opset: the ONNX opset to check against (default: the onnx format's).
         allow_unsafe_ops, unsafe_deserialization: as for `export`, when `model` is a path.
 
@@ -189,10 +189,10 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
         A format whose check itself fails is reported `not checked`, with the error; nothing is raised
         for a format's own failure.
     """
-    from zoo.deploy import model_io
-    from zoo.deploy.formats import DEFAULT_FORMATS, parse_formats, resolve_options
-    from zoo.deploy.scan import parse_allow
-    from zoo.deploy.trace import describe_source, signature_of
+    from zoo.formats import model_io
+    from zoo.formats import DEFAULT_FORMATS, parse_formats, resolve_options
+    from zoo.scan import parse_allow
+    from zoo.formats.trace import describe_source, signature_of
 
     t_start = time.perf_counter()
     fmts = parse_formats(formats if formats is not None else DEFAULT_FORMATS)
@@ -218,9 +218,9 @@ def trace_graph(model, signature, options: dict, batch_size: int | None = None, 
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    from zoo.deploy.formats.base import TracedGraph
-    from zoo.deploy.layer_rewrites import portable_layers
-    from zoo.deploy.signature import serving_fn
+    from zoo.formats.base import TracedGraph
+    from zoo.formats.layer_rewrites import portable_layers
+    from zoo.formats.signature import serving_fn
 
     with portable_layers(model):
         function = tf.function(serving_fn(model, signature), input_signature=signature.specs(batch_size))
