@@ -67,7 +67,7 @@ ev_ref = model.predict(ev_x, verbose=0)
 big_ref = model.predict(big_x, verbose=0)
 log("keras acc eval", np.mean(ev_ref.argmax(-1) == ev_y), "big", np.mean(big_ref.argmax(-1) == big_y))
 
-from zoo.formats.signature import export_saved_model  # noqa: E402
+from zoo.formats.saved_model import export_saved_model  # noqa: E402
 from zoo.formats.trace import signature_of  # noqa: E402
 
 SM = f"{D}/saved_model"
@@ -223,21 +223,22 @@ if "aeq" in STEPS:
 if "guard" in STEPS:
     # the product path on the validation images (seed 4), as compat's remedy runs it
     import zoo.export
+    from zoo.export import ExportData
     import zoo.formats
     import zoo.formats.onnx
     import zoo.formats.onnx_convert
     import zoo.formats.ptq
     import zoo.formats.ptq.litert_selective
     import zoo.formats.ptq.tflite_denylist
-    import zoo.formats.signature
+    import zoo.formats.saved_model
     import zoo.formats.trace
     val_x = compat.prepared_images(cand, compat.VALIDATION_SAMPLES, SIZE, compat.SEEDS["validation"])[0]
     fmts = [a for a in STEPS if a in ("tflite", "onnx", "openvino")] or ["tflite"]
     for fmt in fmts:
         t = time.time()
-        rep = zoo.export.export(model, f"{D}/guard_{fmt}", [fmt], precision="int8", representative_data=rep_x,
-                                validation_data=val_x, min_agreement=99, test_data=(ev_x, ev_y), latency_runs=0,
-                                isolate=False)
+        rep = zoo.export.export(model, f"{D}/guard_{fmt}", [fmt], precision="int8", min_agreement=99,
+                                data=ExportData(calibration=rep_x, validation=val_x, test=(ev_x, ev_y)),
+                                latency_runs=0, isolate=False)
         r = rep.results[0]
         log(fmt, r.status, r.error, f"{time.time() - t:.0f}s")
         log(json.dumps({k: v for k, v in (r.details or {}).items() if k not in ("sensitivity_points",)}, default=str)[:3000])

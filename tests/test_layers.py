@@ -5,10 +5,11 @@ or above it, not even inside a function):
 
     core (zoo.core, zoo.errors, zoo.fileio)
     architectures | data | quantization   (side by side: none imports another)
-    formats                         (one module per format, and what they share)
-    scan                            (reads any artifact the formats know, as data)
-    artifacts | serve               (open and run an artifact; serve SavedModels)
-    export                          (plan, convert, verify, report: loads its model as artifacts do)
+    formats                         (one module per format behind one protocol, and what they share)
+    scan                            (reads an artifact of any kind the formats know, as data)
+    artifacts | serve               (open and run any artifact; serve SavedModels)
+    export                          (plan, convert, verify, report; loads its model and reads your
+                                     data as artifacts does)
     training                        (a run publishes its SavedModel)
     benchmarks
     cli
@@ -199,6 +200,7 @@ def _heavy(modules) -> list[str]:
     "import zoo",
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
+    "import zoo.formats, zoo.scan, zoo.artifacts, zoo.export, zoo.serve; zoo.formats.markdown_table()",
     "import zoo.benchmarks; [zoo.benchmarks.suite_summary(m) for m in zoo.benchmarks.SUITES.values()]",
 ])
 def test_light_entry_points_do_not_import_tensorflow(code):

@@ -10,6 +10,7 @@ import pytest
 import zoo.artifacts.artifact
 import zoo.export
 import zoo.formats
+from zoo.export import ExportData
 from zoo.formats import metadata
 from zoo.artifacts.artifact import ArtifactError
 
@@ -30,7 +31,7 @@ def exported(tmp_path_factory):
     out = tmp_path_factory.mktemp("load")
     model = _classifier()
     x = np.random.default_rng(0).uniform(0, 255, (16, 8, 8, 3)).astype("float32")
-    report = zoo.export.export(model, out, FORMATS, test_data=x, latency_runs=0, isolate=False,
+    report = zoo.export.export(model, out, FORMATS, data=ExportData(test=x), latency_runs=0, isolate=False,
                                class_names=CLASSES, input_meaning={"channel_order": "RGB"})
     assert report.ok, report.table()
     return model, x, report

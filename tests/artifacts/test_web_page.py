@@ -21,13 +21,13 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from zoo.formats import tfjs_page as web_page  # noqa: E402
+from zoo.formats import tfjs_page  # noqa: E402
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `apt-get install -y chromium` (Debian's package; "
                                                 "scripts/setup.sh installs it where it can)"),
-    pytest.mark.skipif(not web_page.TFJS_BUNDLE.is_file(), reason=f"no {web_page.TFJS_BUNDLE} (npm install in "
+    pytest.mark.skipif(not tfjs_page.TFJS_BUNDLE.is_file(), reason=f"no {tfjs_page.TFJS_BUNDLE} (npm install in "
                                                                   "zoo/formats/js)"),
     pytest.mark.skipif(shutil.which("node") is None, reason="no node: the TF.js export verifies the model in Node"),
 ]
@@ -63,7 +63,7 @@ def _lstm(tmp_path):
 
 def _browser_outputs(folder, cases, tmp_path):
     (folder / "cases.json").write_text(json.dumps({"cases": cases}))
-    server = web_page.PageServer(folder).start()
+    server = tfjs_page.PageServer(folder).start()
     url = f"{server.url}index.html?test=cases.json&backend=cpu"
     profile = tmp_path / "chromium-profile"
     browser = subprocess.Popen(
@@ -137,11 +137,11 @@ def test_page_reads_image_files_like_a_dropped_image(cnn_page, tmp_path):
 
 def test_page_shows_the_class_names_from_the_metadata(cnn_page):
     """The page's own reading of model.json: the same metadata zoo wrote (what the page shows)."""
-    from zoo.formats import metadata
+    import zoo.formats
 
     _, _, folder, _ = cnn_page
     spec = json.loads((folder / "model.json").read_text())
     assert spec["userDefinedMetadata"]["zoo_metadata"]["class_names"] == ["a", "b", "c"]
-    assert metadata.read(folder).class_names == ("a", "b", "c")
+    assert zoo.formats.read_metadata(folder).class_names == ("a", "b", "c")
     page = (folder / "index.html").read_text()
     assert "userDefinedMetadata" in page and "executeAsync" in page and 'src="tf.min.js"' in page

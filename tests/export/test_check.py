@@ -18,7 +18,7 @@ import zoo.formats
 import zoo.formats.diagnose
 import zoo.formats.model_io
 import zoo.formats.onnx_convert
-import zoo.formats.signature
+import zoo.formats.saved_model
 import zoo.formats.trace
 from zoo import cli
 from zoo.export import deployability
@@ -56,7 +56,7 @@ def _builtins_only_error(model, batch_size=None) -> str:
     """The TFLite converter, builtin ops only, on the model's signature (dynamic or fixed batch): its error text."""
     import tensorflow as tf
 
-    from zoo.formats.signature import serving_fn
+    from zoo.formats.saved_model import serving_fn
     from zoo.formats.trace import signature_of
 
     signature = signature_of(model)
@@ -75,7 +75,7 @@ def _onnx_conversion_gaps(model, tmp_path) -> set:
     """The ops the real SavedModel -> ONNX conversion (`zoo export`'s) leaves unconverted; empty if it converts."""
     from zoo.formats.onnx_convert import convert_saved_model
     from zoo.formats.model_io import layer_classes
-    from zoo.formats.signature import export_saved_model
+    from zoo.formats.saved_model import export_saved_model
 
     path = export_saved_model(model, tmp_path / "saved_model")
     try:

@@ -10,10 +10,11 @@ import pytest
 import zoo
 import zoo.export
 import zoo.formats.inputs
-import zoo.formats.model_io
+import zoo.artifacts
 from zoo import cli
 from zoo import formats
 from zoo.errors import UnknownNameError
+from zoo.export import ExportData
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +46,12 @@ def test_bad_option_values_name_the_allowed_ones(model, tmp_path):
         zoo.export.export(model, tmp_path, ["tfjs"], weight_quantization="float61")
 
 
-def test_full_int8_needs_representative_data_of_the_right_shape(model, tmp_path):
-    with pytest.raises(formats.OptionError, match="needs representative_data"):
+def test_full_int8_needs_calibration_data_of_the_right_shape(model, tmp_path):
+    with pytest.raises(formats.OptionError, match=r"int8 \(tflite\) needs calibration data .*ExportData\(calibration="):
         zoo.export.export(model, tmp_path, ["tflite"], precision="int8")
     wrong = np.zeros((8, 28, 28), np.float32)  # no channel axis
     with pytest.raises(zoo.formats.inputs.DataShapeError, match=r"shape \(28, 28\).*'image' expects \(28, 28, 1\)"):
-        zoo.export.export(model, tmp_path, ["tflite"], precision="int8", representative_data=wrong)
+        zoo.export.export(model, tmp_path, ["tflite"], precision="int8", data=ExportData(calibration=wrong))
     assert os.listdir(tmp_path) == []
 
 
@@ -58,27 +59,32 @@ def test_the_int8_agreement_guard_checks_its_value_and_its_data(model, tmp_path)
     rep = np.zeros((4, 28, 28, 1), np.float32)
     for bad in (0, 100.5, "99", True):
         with pytest.raises(formats.OptionError, match=r"min_agreement expects a number in \(0, 100\]"):
-            zoo.export.export(model, tmp_path, ["tflite"], precision="int8", representative_data=rep, min_agreement=bad)
-    with pytest.raises(formats.OptionError, match=r"min_agreement needs validation_data \(inputs; labels are not"):
-        zoo.export.export(model, tmp_path, ["onnx"], precision="int8", representative_data=rep, min_agreement=99)
+            zoo.export.export(model, tmp_path, ["tflite"], precision="int8", data=ExportData(calibration=rep),
+                              min_agreement=bad)
+    with pytest.raises(formats.OptionError, match=r"min_agreement needs validation data \(inputs; labels are not"):
+        zoo.export.export(model, tmp_path, ["onnx"], precision="int8", data=ExportData(calibration=rep),
+                          min_agreement=99)
     with pytest.raises(formats.OptionError, match="give one of them"):
-        zoo.export.export(model, tmp_path, ["tflite"], precision="int8", representative_data=rep, min_agreement=99,
-                          max_accuracy_drop=1.0, validation_data=(rep, np.zeros(4, "int32")))
+        zoo.export.export(model, tmp_path, ["tflite"], precision="int8",
+                          data=ExportData(calibration=rep, validation=(rep, np.zeros(4, "int32"))), min_agreement=99,
+                          max_accuracy_drop=1.0)
     with pytest.raises(formats.OptionError, match=r"min_agreement guards int8 artifacts.*add int8 to precision"):
-        zoo.export.export(model, tmp_path, ["tflite"], min_agreement=99, validation_data=rep)
+        zoo.export.export(model, tmp_path, ["tflite"], min_agreement=99, data=ExportData(validation=rep))
     # 99% at 95% confidence: 381 inputs (n / (n + 1.96^2) >= 0.99), whatever they show.
     with pytest.raises(formats.OptionError, match="min_agreement=99 needs at least 381 validation inputs: with 380"):
-        zoo.export.export(model, tmp_path, ["onnx"], precision="int8", representative_data=rep, min_agreement=99,
-                          validation_data=np.zeros((380, 28, 28, 1), np.float32))
+        zoo.export.export(model, tmp_path, ["onnx"], precision="int8",
+                          data=ExportData(calibration=rep, validation=np.zeros((380, 28, 28, 1), np.float32)),
+                          min_agreement=99,
+                          )
     assert os.listdir(tmp_path) == []
 
 
 def test_missing_and_corrupt_model_files(tmp_path):
-    with pytest.raises(zoo.formats.model_io.ModelFileError, match="does not exist"):
+    with pytest.raises(zoo.artifacts.ModelFileError, match="does not exist"):
         zoo.export.export(tmp_path / "nope.keras", tmp_path / "out")
     corrupt = tmp_path / "bad.keras"
     corrupt.write_bytes(b"PK\x03\x04 this is not a model")
-    with pytest.raises(zoo.formats.model_io.ModelFileError, match="corrupt"):
+    with pytest.raises(zoo.artifacts.ModelFileError, match="corrupt"):
         zoo.export.export(corrupt, tmp_path / "out")
     assert cli.main(["export", str(tmp_path / "nope.keras")]) == 2
 

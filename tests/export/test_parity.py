@@ -19,9 +19,10 @@ import zoo
 import zoo.data
 import zoo.export
 import zoo.export.verify
-import zoo.formats.signature
+import zoo.formats.saved_model
 import zoo.formats.tfjs
-from zoo.formats.signature import SERVING_SIGNATURE
+from zoo.export import ExportData
+from zoo.formats.saved_model import SERVING_SIGNATURE
 
 ALL_TFLITE = ("float32", "float16", "dynamic_int8", "int8")
 ONNX_OPENVINO = ("float32", "float16", "int8")  # what ONNX and OpenVINO offer of ALL_TFLITE
@@ -48,9 +49,10 @@ def _test_split(dataset):
 def _export(model, dataset, out):
     return zoo.export.export(
         model, out, precision=ALL_TFLITE, weight_quantization=("float32", "uint8"),
-        representative_data=zoo.data.load(dataset, "train", 100, seed=1), calibration_samples=300,
-        test_data=zoo.data.load(dataset, "test", 1000), max_eval_samples=EVAL,
-        data_description=f"{dataset} test split", latency_runs=5,
+        data=ExportData(calibration=zoo.data.load(dataset, "train", 100, seed=1),
+                        test=zoo.data.load(dataset, "test", 1000), max_test_samples=EVAL,
+                        description=f"{dataset} test split"), calibration_samples=300,
+        latency_runs=5,
     )
 
 
@@ -191,8 +193,8 @@ def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     model = zoo.build("gru_classifier", input_shape=(None, 6), num_classes=4, units=32, num_layers=2,
                       bidirectional=True)
     x = np.random.default_rng(0).random((32, 12, 6), dtype=np.float32)
-    report = zoo.export.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE, representative_data=x,
-                               test_data=(x, np.zeros(32, np.int32)), latency_runs=0)
+    report = zoo.export.export(model, tmp_path, ["tflite"], precision=ALL_TFLITE,
+                               data=ExportData(calibration=x, test=(x, np.zeros(32, np.int32))), latency_runs=0)
     keras_out = model.predict(x, verbose=0)
     for r in report.results:
         got = litert_outputs(r.path, x)

@@ -11,7 +11,8 @@ import tensorflow as tf
 import zoo
 import zoo.export
 import zoo.formats.ptq.tflite_denylist
-import zoo.formats.signature
+import zoo.formats.saved_model
+from zoo.export import ExportData
 from zoo.training import ZooModel
 
 HAS_OPENVINO = importlib.util.find_spec("openvino") is not None and importlib.util.find_spec("nncf") is not None
@@ -54,8 +55,8 @@ def test_onnx_float16_and_int8_verify_and_hold_their_precision(cnn, tmp_path):
     import onnx
 
     x, y = _data(200, seed=1)
-    report = zoo.export.export(cnn, tmp_path, ["onnx"], precision="float32,float16,int8", representative_data=x,
-                               test_data=(x, y), latency_runs=0, isolate=False)
+    report = zoo.export.export(cnn, tmp_path, ["onnx"], precision="float32,float16,int8",
+                               data=ExportData(calibration=x, test=(x, y)), latency_runs=0, isolate=False)
     assert report.ok, report.table()
     keras_out = cnn.predict(x, verbose=0)
     for r in report.results:
@@ -81,7 +82,7 @@ def test_qat_model_exports_an_onnx_qdq_model_with_its_learned_ranges(tmp_path):
     model = qat.prepare_model(_trained("convnet_bn", filters=(4, 8)))
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", jit_compile=False, features=[qat])
     model.fit(x, y, batch_size=32, epochs=1, verbose=0)
-    report = zoo.export.export(model, tmp_path, ["onnx"], precision="int8", test_data=(x[:200], y[:200]),
+    report = zoo.export.export(model, tmp_path, ["onnx"], precision="int8", data=ExportData(test=(x[:200], y[:200])),
                                latency_runs=0, isolate=False)  # no representative data: the ranges are learned
     assert report.ok, report.table()
     import onnx
@@ -103,7 +104,7 @@ def test_openvino_float32_verifies_in_openvino_runtime(cnn, tmp_path):
     import openvino as ov
 
     x, y = _data(200, seed=2)
-    report = zoo.export.export(cnn, tmp_path, ["openvino"], test_data=(x, y), latency_runs=3, isolate=False)
+    report = zoo.export.export(cnn, tmp_path, ["openvino"], data=ExportData(test=(x, y)), latency_runs=3, isolate=False)
     assert report.ok, report.table()
     (r,) = report.results
     assert r.verification.max_abs_diff <= 1e-4 and r.verification.latency_ms > 0
@@ -134,8 +135,9 @@ def test_accuracy_budget_keeps_the_layer_made_sensitive_in_float(runtime, tmp_pa
     model = _sensitive_mlp()
     x, y = _data(400, seed=3)
     val = _data(400, seed=4)
-    report = zoo.export.export(model, tmp_path, [runtime], precision="int8", representative_data=x[:100],
-                               max_accuracy_drop=1.0, validation_data=val, test_data=(x, y), latency_runs=0,
+    report = zoo.export.export(model, tmp_path, [runtime], precision="int8",
+                               data=ExportData(calibration=x[:100], validation=val, test=(x, y)), max_accuracy_drop=1.0,
+                               latency_runs=0,
                                isolate=False)
     assert report.ok, report.table()
     details = report.result(runtime, "int8").details
@@ -162,8 +164,9 @@ def test_agreement_guard_needs_no_labels_and_its_tflite_agrees_in_the_runtime(tm
     model = _sensitive_mlp()
     x, y = _data(300, seed=3)
     validation_inputs = _data(300, seed=4)[0]  # no labels
-    report = zoo.export.export(model, tmp_path, ["tflite"], precision="int8", representative_data=x[:100],
-                               min_agreement=97, validation_data=validation_inputs, test_data=(x, y), latency_runs=0,
+    report = zoo.export.export(model, tmp_path, ["tflite"], precision="int8",
+                               data=ExportData(calibration=x[:100], validation=validation_inputs, test=(x, y)),
+                               min_agreement=97, latency_runs=0,
                                isolate=False)
     result = report.result("tflite", "int8")
     details = result.details
@@ -182,7 +185,7 @@ def test_the_softmax_writing_the_output_can_stay_float_in_tflite(tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
     from zoo.formats.ptq.tflite_denylist import DenylistQuantizer
-    from zoo.formats.signature import export_saved_model
+    from zoo.formats.saved_model import export_saved_model
 
     model = _trained("mlp", width=16, depth=1, dropout=0.0)
     export_saved_model(model, tmp_path / "sm")
@@ -238,8 +241,9 @@ def test_accuracy_budget_can_keep_a_residual_add_float(runtime, tmp_path):
     val = _data(400, seed=4)
     float_accuracy = float(np.mean(np.argmax(model.predict(val[0], verbose=0), -1) == val[1]))
     assert float_accuracy > 0.9  # the outlier channel leaves the float model as trained
-    report = zoo.export.export(model, tmp_path, [runtime], precision="int8", representative_data=x[:100],
-                               max_accuracy_drop=1.0, validation_data=val, test_data=(x, y), latency_runs=0,
+    report = zoo.export.export(model, tmp_path, [runtime], precision="int8",
+                               data=ExportData(calibration=x[:100], validation=val, test=(x, y)), max_accuracy_drop=1.0,
+                               latency_runs=0,
                                isolate=False)
     details = report.result(runtime, "int8").details
     assert details["full_int8_drop"] > 20, details  # every layer int8: the add's range ruins the stream
@@ -265,10 +269,12 @@ def _flex_model():
 def test_flex_stays_off_unless_allowed_and_the_report_names_the_op(tmp_path):
     model = _flex_model()
     x = np.random.default_rng(5).random((16, 4), dtype=np.float32)
-    report = zoo.export.export(model, tmp_path / "off", ["tflite"], test_data=x, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path / "off", ["tflite"], data=ExportData(test=x), latency_runs=0,
+                               isolate=False)
     (r,) = report.results
     assert r.status == "export_failed" and "MatrixDeterminant" in r.error and "--allow-flex" in r.error
-    report = zoo.export.export(model, tmp_path / "on", ["tflite"], allow_flex=True, test_data=x, latency_runs=0,
+    report = zoo.export.export(model, tmp_path / "on", ["tflite"], allow_flex=True, data=ExportData(test=x),
+                               latency_runs=0,
                                isolate=False)
     (r,) = report.results
     # Exported as asked; no Python runtime here links the Flex delegate, so it is reported as not verified.

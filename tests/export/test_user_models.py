@@ -16,6 +16,7 @@ import zoo.export
 import zoo.formats.diagnose
 import zoo.formats.tfjs
 import zoo.formats.trace
+from zoo.export import ExportData
 from zoo.formats.diagnose import layer_of
 from zoo.formats.trace import TraceError
 
@@ -153,8 +154,10 @@ def test_subclassed_model_is_traced_from_its_build_shape_and_runs_everywhere(tmp
     model = TwoBranch(name="two_branch")
     model.build((None, 6))  # never called: only the build shape says what it takes
     x = _rng_inputs({"features": (6,)})
-    report = zoo.export.export(model, tmp_path, test_data=x["features"], precision=("float32", "int8"), formats=PRE_OPENVINO,
-                               representative_data=_rng_inputs({"features": (6,)}, 128, 1)["features"],
+    report = zoo.export.export(model, tmp_path,
+                               data=ExportData(test=x["features"],
+                                               calibration=_rng_inputs({"features": (6,)}, 128, 1)["features"]),
+                               precision=("float32", "int8"), formats=PRE_OPENVINO,
                                latency_runs=0, isolate=False)
     assert report.model["traced_from"] == "build shapes"
     assert report.model["inputs"] == [{"name": "features", "shape": [6], "dtype": "float32"}]
@@ -169,7 +172,7 @@ def test_unbuilt_subclassed_model_says_what_to_pass_and_accepts_an_input_signatu
     with pytest.raises(TraceError, match="input_signature"):
         zoo.export.export(model, tmp_path / "a", ["saved_model"], latency_runs=0, isolate=False)
     x = _rng_inputs({"rows": (6,)}, 16)
-    report = zoo.export.export(model, tmp_path / "b", ["saved_model", "onnx"], test_data=x, latency_runs=0,
+    report = zoo.export.export(model, tmp_path / "b", ["saved_model", "onnx"], data=ExportData(test=x), latency_runs=0,
                                isolate=False, input_signature=tf.TensorSpec((None, 6), tf.float32, name="rows"))
     assert report.model["traced_from"] == "input_signature"
     _check_every_artifact(report, model, x, ["output_0"])
@@ -179,8 +182,10 @@ def test_two_named_inputs_and_outputs_in_every_format(tmp_path):
     keras.utils.set_random_seed(0)
     model = _two_in_two_out()
     x = _rng_inputs({"image": (8, 8, 3), "meta": (5,)})
-    report = zoo.export.export(model, tmp_path, test_data=x, precision=("float32", "int8"), formats=PRE_OPENVINO,
-                               representative_data=_rng_inputs({"image": (8, 8, 3), "meta": (5,)}, 128, 1),
+    report = zoo.export.export(model, tmp_path,
+                               data=ExportData(test=x,
+                                               calibration=_rng_inputs({"image": (8, 8, 3), "meta": (5,)}, 128, 1)),
+                               precision=("float32", "int8"), formats=PRE_OPENVINO,
                                latency_runs=0, isolate=False)
     assert [i["name"] for i in report.model["inputs"]] == ["image", "meta"]
     assert sorted(report.model["outputs"]) == ["label", "score"]
@@ -206,8 +211,9 @@ def test_preprocessing_inside_rescaling_normalization_resizing_center_crop(tmp_p
     model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
     model.fit(train, labels, epochs=5, verbose=0)
     x = {"image": _tinted_images(64, 0)[0]}
-    report = zoo.export.export(model, tmp_path, test_data=x["image"], precision=("float32", "int8"), formats=PRE_OPENVINO,
-                               representative_data=_tinted_images(128, 1)[0], latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, data=ExportData(test=x["image"], calibration=_tinted_images(128, 1)[0]),
+                               precision=("float32", "int8"), formats=PRE_OPENVINO,
+                               latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
 
 
@@ -220,7 +226,8 @@ def test_string_input_with_string_lookup_in_every_format(tmp_path):
     model = keras.Model(words, keras.layers.Dense(2, name="logits")(x))
     rng = np.random.default_rng(0)
     x = {"words": np.asarray(vocab + ["mauve"])[rng.integers(0, 5, (32, 3))]}  # "mauve": out of vocabulary
-    report = zoo.export.export(model, tmp_path, test_data=x["words"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, data=ExportData(test=x["words"]), formats=PRE_OPENVINO, latency_runs=0,
+                               isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
 
 
@@ -233,7 +240,8 @@ def test_variable_length_integer_ids(tmp_path):
     model = keras.Model(ids, keras.layers.Dense(3, name="logits")(x))
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(0, 50, (16, 7)).astype("int32")}
-    report = zoo.export.export(model, tmp_path, test_data=x["token_ids"], formats=PRE_OPENVINO, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, data=ExportData(test=x["token_ids"]), formats=PRE_OPENVINO,
+                               latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
     longer = {"token_ids": rng.integers(1, 50, (4, 12)).astype("int32")}  # a length never seen at export
     _check_every_artifact(report, model, longer, ["logits"])
@@ -246,7 +254,7 @@ def test_text_vectorization_names_layer_and_ops_where_a_format_cannot_hold_it(tm
     text = keras.Input((1,), dtype="string", name="text")
     x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(vectorize(text)))
     model = keras.Model(text, keras.layers.Dense(2, name="logits")(x))
-    report = zoo.export.export(model, tmp_path, test_data=texts[:, None], latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, data=ExportData(test=texts[:, None]), latency_runs=0, isolate=False)
     by_format = {r.format: r for r in report.results}
     assert by_format["saved_model"].status == "passed"
     for fmt in ("tflite", "tfjs", "onnx"):  # string splitting: none of them has it
@@ -265,7 +273,7 @@ def test_exact_gelu_and_grouped_convolution_in_tfjs_and_onnx(tmp_path):
     x = keras.layers.Dense(6, activation="gelu")(keras.layers.GlobalAveragePooling2D()(x))
     model = keras.Model(image, keras.layers.Dense(3, name="predictions")(x))
     x = {"image": _rng_inputs({"image": (8, 8, 4)})["image"] * 4 - 2}
-    report = zoo.export.export(model, tmp_path, ["tfjs", "onnx"], test_data=x["image"], latency_runs=0,
+    report = zoo.export.export(model, tmp_path, ["tfjs", "onnx"], data=ExportData(test=x["image"]), latency_runs=0,
                                isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
     tfjs = next(r for r in report.results if r.format == "tfjs")
@@ -283,7 +291,8 @@ def test_hard_swish_after_a_biased_convolution_in_tfjs(tmp_path):
     model = keras.Model(image, keras.layers.Dense(3, name="predictions")(keras.layers.GlobalAveragePooling2D()(x)))
     model.get_layer("conv").bias.assign(np.linspace(-2, 2, 4))  # a trained BatchNormalization folds to such a bias
     x = {"image": _rng_inputs({"image": (8, 8, 3)})["image"] * 6 - 3}
-    report = zoo.export.export(model, tmp_path, ["tfjs"], test_data=x["image"], latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], data=ExportData(test=x["image"]), latency_runs=0,
+                               isolate=False)
     _check_every_artifact(report, model, x, ["predictions"])
     assert any("hard swish" in n for n in report.results[0].notes), report.results[0].notes
 
@@ -297,7 +306,7 @@ def test_two_inputs_alike_in_dtype_and_shape_keep_their_names_in_tfjs(tmp_path):
     model = keras.Model([ids, mask], keras.layers.Dense(2, name="logits")(keras.layers.Flatten()(x)))
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(0, 10, (16, 4)).astype("int32"), "padding_mask": rng.integers(0, 2, (16, 4)).astype("int32")}
-    report = zoo.export.export(model, tmp_path, ["tfjs"], test_data=x, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["tfjs"], data=ExportData(test=x), latency_runs=0, isolate=False)
     _check_every_artifact(report, model, x, ["logits"])
 
 

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import zoo.export
 import zoo.formats.onnx_convert
+from zoo.export import ExportData
 from zoo.formats.onnx_convert import guard_zero_pads
 
 
@@ -57,7 +58,7 @@ def test_resnet_v2_stem_exports_to_onnx_within_float_tolerance(tmp_path):
     x = keras.layers.MaxPooling2D(3, strides=2, name="pool1")(keras.layers.ZeroPadding2D(1, name="pool1_pad")(x))
     model = keras.Model(image, keras.layers.Flatten(name="features")(x))
     x = np.random.default_rng(1).normal(size=(8, 16, 16, 3)).astype(np.float32)
-    report = zoo.export.export(model, tmp_path, ["onnx"], test_data=x, latency_runs=0, isolate=False)
+    report = zoo.export.export(model, tmp_path, ["onnx"], data=ExportData(test=x), latency_runs=0, isolate=False)
     (result,) = report.results
     assert result.status == "passed", result.error
     assert any("PadFusion" in n for n in result.notes), result.notes

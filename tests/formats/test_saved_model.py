@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from zoo.formats.signature import export_saved_model
-from zoo.formats.saved_model_versions import publish, versions
+from zoo.formats.saved_model import export_saved_model
+from zoo.formats.tf_serving import publish, versions
 from zoo.formats.saved_model import publish_saved_model
-from zoo.formats.signature import SERVING_SIGNATURE
+from zoo.formats.saved_model import SERVING_SIGNATURE
 
 
 def test_the_signature_is_the_one_tf_serving_calls_by_default():

@@ -21,16 +21,15 @@ import tensorflow as tf
 from onnx import TensorProto, helper
 
 import zoo
+import zoo.artifacts
 import zoo.export
-import zoo.formats.model_io
-import zoo.formats.unsafe
+import zoo.formats
 import zoo.scan
-import zoo.scan.savedmodel_reader
-from zoo.cli import main
 from zoo import scan
-from zoo.formats.model_io import ModelFileError, load_model_file
-from zoo.scan.savedmodel_reader import read_saved_model
-from zoo.formats.unsafe import TF_OPS
+from zoo.artifacts import ModelFileError, load_model_file
+from zoo.cli import main
+from zoo.formats.saved_model import read_saved_model
+from zoo.formats.unsafe import TF_OPS, Trust
 
 
 def _save_module(path, fn, spec):
@@ -165,10 +164,15 @@ def test_a_keras_2_saved_model_is_checked_for_lambda_layers_in_its_keras_metadat
 
 # ---- clean exports ------------------------------------------------------------------------------------------
 
+HAS_OPENVINO = "openvino" in zoo.formats.DEFAULT_FORMATS
+OPENVINO = [("tiny_openvino_float32", "openvino"), ("tiny_openvino_float32/model.xml", "openvino")] if HAS_OPENVINO \
+    else []
+
+
 @pytest.mark.parametrize("artifact, kind", [
     ("saved_model/tiny/1", "saved_model"), ("tiny_float32.tflite", "tflite"), ("tiny_float32.onnx", "onnx"),
     ("tfjs_float32", "tfjs"), ("tfjs_float32/model.json", "tfjs"), ("tiny.keras", "keras"),
-    ("saved_model/tiny/1/saved_model.pb", "saved_model"),
+    ("saved_model/tiny/1/saved_model.pb", "saved_model"), *OPENVINO,
 ])
 def test_a_clean_zoo_export_scans_clean(clean_export, artifact, kind):
     report = scan.scan(clean_export / artifact)
@@ -186,7 +190,7 @@ def test_zoo_architectures_saved_as_keras_files_scan_clean(tmp_path, name):
 def test_scanning_loads_neither_tensorflow_nor_keras(hostile, clean_export):
     """The readers parse protos, flatbuffers and JSON; nothing that could run the artifact is imported."""
     paths = [str(hostile["read_file"])] + [str(clean_export / p) for p in (
-        "tiny.keras", "tiny_float32.tflite", "tiny_float32.onnx", "tfjs_float32")]
+        "tiny.keras", "tiny_float32.tflite", "tiny_float32.onnx", "tfjs_float32", *(p for p, _ in OPENVINO))]
     code = (f"import sys; from zoo import scan; [scan.scan(p) for p in {paths!r}]; "
             "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -221,8 +225,8 @@ def test_keras_loads_refuse_the_lambda_by_name_unless_allowed_and_unsafe_deseria
         load_model_file(path)
     with pytest.raises(ModelFileError, match="safe_mode refused .*Lambda in Functional 'lam' > Lambda 'double'.*"
                                              "--unsafe-deserialization"):
-        load_model_file(path, allow_unsafe_ops=["Lambda"])
-    model = load_model_file(path, allow_unsafe_ops="Lambda", unsafe_deserialization=True)
+        load_model_file(path, trust=Trust(["Lambda"]))
+    model = load_model_file(path, trust=Trust("Lambda", unsafe_deserialization=True))
     np.testing.assert_allclose(model.predict(np.array([[1.0, 2.0, 3.0]]), verbose=0), [[2.0, 4.0, 6.0]])
 
 
@@ -326,6 +330,28 @@ def test_onnx_custom_domain_and_external_data_outside_the_folder(tmp_path):
     assert "'outside'" in found["external data"].location and "../../etc/passwd" in found["external data"].why
 
 
+# ---- OpenVINO --------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not HAS_OPENVINO, reason="openvino not installed (pip install 'zoo[openvino]')")
+def test_openvino_extension_ops_are_flagged_and_refused_unless_accepted(tmp_path, clean_export):
+    """An IR layer outside OpenVINO's opsets runs an extension's native code; zoo export's IRs hold none."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    folder = tmp_path / "ir"
+    shutil.copytree(clean_export / "tiny_openvino_float32", folder)
+    tree = ET.parse(folder / "model.xml")
+    layer = next(layer for layer in tree.getroot().iter("layer") if layer.get("type") == "MatMul")
+    layer.set("version", "vendor_ext")
+    tree.write(folder / "model.xml")
+    (finding,) = scan.scan(folder).findings
+    assert (finding.op, str(finding.capability)) == ("vendor_ext.MatMul", "code_execution")
+    assert finding.location == f"layer '{layer.get('name')}'"
+    with pytest.raises(scan.UnsafeArtifactError, match="--allow-unsafe-ops vendor_ext.MatMul"):
+        zoo.artifacts.load(folder)  # zoo predict, zoo val: refused before OpenVINO reads it
+    assert scan.require_safe(folder, Trust("vendor_ext.MatMul")).findings == [finding]
+
+
 # ---- TF.js -----------------------------------------------------------------------------------------------------
 
 def test_tfjs_graph_model_ops_and_weight_paths(tmp_path, clean_export):
@@ -359,7 +385,7 @@ def test_unreadable_artifacts_are_clear_errors(tmp_path):
     with pytest.raises(scan.ArtifactError, match="does not exist"):
         scan.scan(tmp_path / "missing.keras")
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(scan.ArtifactError, match="not a model artifact zoo can scan"):
+    with pytest.raises(scan.ArtifactError, match="not a model artifact zoo knows. Expected one of: saved_model: "):
         scan.scan(tmp_path / "notes.txt")
     (tmp_path / "base" / "m" / "1").mkdir(parents=True)
     with pytest.raises(scan.ArtifactError, match="scan a version directory"):
@@ -377,12 +403,12 @@ def test_unreadable_artifacts_are_clear_errors(tmp_path):
 def test_allow_lists_take_exact_names_only(hostile):
     for wildcard in ("*", "all", "Read*", "ALL"):
         with pytest.raises(scan.AllowListError, match="exact op names"):
-            scan.require_safe(hostile["read_file"], allow=wildcard)
+            scan.require_safe(hostile["read_file"], wildcard)
     with pytest.raises(scan.AllowListError, match="Did you mean: ReadFile"):
-        scan.require_safe(hostile["read_file"], allow="ReadFil")
+        scan.require_safe(hostile["read_file"], "ReadFil")
     with pytest.raises(scan.UnsafeArtifactError, match="ReadFile"):
-        scan.require_safe(hostile["read_file"], allow="EagerPyFunc")  # a known op, just not this one
-    assert scan.require_safe(hostile["read_file"], allow="ReadFile").findings[0].op == "ReadFile"
+        scan.require_safe(hostile["read_file"], "EagerPyFunc")  # a known op, just not this one
+    assert scan.require_safe(hostile["read_file"], "ReadFile").findings[0].op == "ReadFile"
 
 
 # ---- the commands --------------------------------------------------------------------------------------------------
@@ -420,7 +446,7 @@ def test_export_refuses_a_keras_lambda_and_runs_it_only_when_told_both(lambda_mo
                  "--allow-unsafe-ops", "Lambda"]) == 2
     assert "--unsafe-deserialization" in capsys.readouterr().err
     report = zoo.export.export(path, tmp_path / "b", "saved_model", verify=False, latency_runs=0, isolate=False,
-                               allow_unsafe_ops="Lambda", unsafe_deserialization=True)
+                               trust=Trust(allow_unsafe_ops="Lambda", unsafe_deserialization=True))
     assert report.ok
     assert scan.scan(tmp_path / "b" / "saved_model" / "lam" / "1").clean  # the Lambda became graph ops
 

@@ -14,11 +14,11 @@ from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_g
 
 import zoo.export
 import zoo.formats
-import zoo.formats.signature
+import zoo.formats.saved_model
 import zoo.serve
-from zoo.formats import metadata
+from zoo.export import ExportData
 from zoo.serve import Server
-from zoo.formats.signature import CLASSIFY_METHOD
+from zoo.formats.saved_model import CLASSIFY_METHOD
 
 CLASSES = ["cat", "dog", "bird"]
 
@@ -35,8 +35,8 @@ def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("serving")
     model = _classifier()
     x = np.random.default_rng(0).normal(size=(8, 6, 6, 3)).astype("float32")
-    report = zoo.export.export(model, base / "export", ["saved_model"], serving_dir=base / "models", test_data=x,
-                               latency_runs=0, isolate=False, class_names=CLASSES)
+    report = zoo.export.export(model, base / "export", ["saved_model"], serving_dir=base / "models",
+                               data=ExportData(test=x), latency_runs=0, isolate=False, class_names=CLASSES)
     assert report.ok, report.table()
     with Server(base / "models", rest_port=0, grpc_port=0, poll_s=0) as server:
         with grpc.insecure_channel(server.grpc_target) as channel:
@@ -67,7 +67,7 @@ def test_classify_returns_every_class_name_with_keras_scores(served):
         assert [c.label for c in row.classes] == CLASSES
         np.testing.assert_allclose([c.score for c in row.classes], scores, atol=1e-6)
     version = report.result("saved_model").path
-    assert metadata.read_labels(version) == CLASSES  # assets/labels.txt, one class a line
+    assert zoo.formats.saved_model.read_labels(version) == CLASSES  # assets/labels.txt, one class a line
 
 
 def test_context_features_reach_every_example(served):

@@ -27,8 +27,9 @@ from tensorflow_serving.config import model_server_config_pb2
 
 import zoo
 from zoo.cli import main
+from zoo.export import ExportData
 from zoo.formats.saved_model import publish_saved_model
-from zoo.formats.signature import SERVING_SIGNATURE, input_specs
+from zoo.formats.saved_model import SERVING_SIGNATURE, input_specs
 from zoo.serve import (
     Batcher,
     Client,
@@ -41,7 +42,7 @@ from zoo.serve import (
     versions,
     write_config,
 )
-from zoo.formats.saved_model_warmup import WARMUP_FILE
+from zoo.formats.tf_serving import WARMUP_FILE
 
 MAX_REQUEST_BYTES = 1 << 20  # small, so the oversized-request tests stay cheap
 
@@ -139,7 +140,7 @@ def test_warmup_records_are_prediction_logs_of_real_samples_and_are_replayed(bas
 def test_warmup_samples_of_a_multi_input_model_from_a_dataset():
     import keras
 
-    from zoo.formats.saved_model_warmup import model_samples, predict_requests
+    from zoo.formats.tf_serving import model_samples, predict_requests
 
     a, b = keras.Input((3,), name="a"), keras.Input((2,), name="b")
     model = keras.Model([a, b], keras.layers.Dense(1)(keras.layers.Concatenate()([a, b])))
@@ -202,7 +203,7 @@ def test_cli_rejects_unknown_directory_model_and_bad_label(base_dir, tmp_path, c
 
 def test_export_writes_warmup_only_from_real_test_data(tmp_path, models, mnist):
     model = models[0]
-    zoo.export.export(model, tmp_path / "real", "saved_model", test_data=mnist, verify=False, isolate=False)
+    zoo.export.export(model, tmp_path / "real", "saved_model", data=ExportData(test=mnist), verify=False, isolate=False)
     zoo.export.export(model, tmp_path / "random", "saved_model", verify=False, isolate=False)
     (real,) = (tmp_path / "real").glob("saved_model/lenet5/1")
     logs = read_warmup(real)

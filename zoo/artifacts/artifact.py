@@ -3,28 +3,19 @@ and `zoo val` run.
 
     artifact = zoo.artifacts.load("exports/convnet_bn/convnet_bn_float32.onnx")
     artifact.metadata.class_names, artifact.metadata.task, artifact.metadata.description
-    artifact = open_artifact("runs/convnet_bn-photos")        # a run directory: its last.keras
-    artifact = open_artifact("saved_models/convnet_bn")       # a TF Serving base dir: the newest version
-    artifact = open_artifact("exports/convnet_bn/convnet_bn_float32.tflite")
-    outputs = artifact.predict(x)                             # the predictions output, numpy
-    artifact.metadata.class_names
+    artifact = zoo.artifacts.load("runs/convnet_bn-photos")        # a run directory: its last.keras
+    artifact = zoo.artifacts.load("saved_models/convnet_bn")       # a TF Serving base dir: the newest version
+    outputs = artifact.predict(x)                                   # the predictions output, numpy
 
-| path | opened as | runtime |
-|---|---|---|
-| ``*.keras`` | Keras model (``safe_mode=True``) | Keras / TensorFlow |
-| a run directory (``last.keras`` or ``best.keras``) | that ``.keras`` | Keras / TensorFlow |
-| a SavedModel version, a base dir of numbered versions, or a serving root with one model | the newest version's ``serving_default`` | TensorFlow |
-| ``*.tflite`` | the format's runner | LiteRT interpreter (XNNPACK) |
-| ``*.onnx`` | the format's runner | onnxruntime |
-| a TF.js folder (``model.json``) | the format's runner | @tensorflow/tfjs in Node |
-| an OpenVINO folder (``model.xml`` + ``.bin``) or its ``.xml`` | the format's runner | OpenVINO Runtime (CPU) |
+Which kind a path is, how it is opened and where its metadata is: `zoo.formats.detect` and each
+format module (the table is `zoo.formats.markdown_table()`'s). Beyond the kinds, a path may be a run
+directory (its `last.keras`, else `best.keras`) or a TF Serving base directory (its newest numbered
+version; a serving root holding one model: that model's). The runners are the formats' own
+(`open_runner`), the ones export verification uses: one loader per runtime. Every artifact is scanned
+first (`zoo.scan.require_safe`): one holding ops that reach outside the model is refused unless the
+user accepts exactly those ops (`zoo.formats.unsafe.Trust`).
 
-The TFLite, ONNX, TF.js and SavedModel runtimes are the export formats' own runners
-(``zoo.formats.<format>.open_runner``), the ones export verification uses: one loader per
-runtime. Every artifact is scanned first (``zoo.scan.require_safe``): one holding ops that
-reach outside the model is refused unless the user accepts exactly those ops. (`zoo.scan` has
-no OpenVINO IR reader; an IR's opsets hold no op that reads files or runs code.)
-
+Opening a TFLite, ONNX or OpenVINO artifact imports neither TensorFlow nor Keras.
 A damaged artifact is an `ArtifactError` naming the file and what its runtime said of it.
 """
 
@@ -37,25 +28,45 @@ from typing import Any, Optional
 
 import numpy as np
 
-from zoo.formats import metadata as metadata_lib
-from zoo.scan.report import ArtifactError  # one error for a path no reader, scanner or runtime can take
 from zoo.errors import ZooError
+from zoo.formats import KINDS, detect
+from zoo.formats.base import DEFAULT_THREADS, ArtifactError
+from zoo.formats.metadata import ModelMetadata
+from zoo.formats.unsafe import Trust
 
 RUN_DIR_MODELS = ("last.keras", "best.keras")  # a run directory's models, in order of preference
+
+
+class ModelFileError(ArtifactError):
+    """A model path that is missing or is not a loadable .keras file."""
 
 
 @dataclasses.dataclass
 class Artifact:
     """An artifact opened in its runtime. ``predict(x)`` takes the model's raw input (an array,
-    or a dict for several inputs) and returns the predictions output as a numpy array."""
+    or a dict for several inputs) and returns the predictions output as a numpy array.
+
+    ``runner.inputs`` / ``runner.outputs`` are the runtime's own input and output spec
+    (`zoo.formats.base.Runner`); ``input_shape`` and ``input_dtype`` are the first input's.
+    """
 
     path: Path
-    kind: str  # keras, saved_model, tflite, onnx, tfjs, openvino
-    metadata: Optional[metadata_lib.ModelMetadata]
+    kind: str  # a kind of zoo.formats: keras, saved_model, tflite, onnx, tfjs, openvino
+    metadata: Optional[ModelMetadata]
     runner: Any
-    runtime: str
-    input_shape: tuple = ()  # per example, from the model's signature (None where free)
-    input_dtype: str = "float32"
+
+    @property
+    def runtime(self) -> str:
+        return self.runner.runtime
+
+    @property
+    def input_shape(self) -> tuple:
+        """Per example, from the runtime's signature (None where free)."""
+        return tuple(self.runner.inputs[0].shape) if self.runner.inputs else ()
+
+    @property
+    def input_dtype(self) -> str:
+        return self.runner.inputs[0].dtype if self.runner.inputs else "float32"
 
     def predict(self, x) -> np.ndarray:
         outputs = self.runner.predict(x)
@@ -68,26 +79,20 @@ class Artifact:
 
 
 def resolve(path) -> tuple[Path, str]:
-    """``(artifact path, kind)`` for a path a user gave: a file, a run dir, a SavedModel (base) dir, a TF.js dir."""
+    """``(artifact path, kind name)`` for a path a user gave: an artifact of any kind, a run dir, a SavedModel
+    base dir or a serving root holding one model."""
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"{path} does not exist.")
-    if path.is_file():
-        if path.suffix.lower() == ".xml":
-            return path, "openvino"
-        if path.suffix.lower() not in (".keras", ".tflite", ".onnx"):
-            raise ArtifactError(f"{path} is not an artifact: expected .keras, .tflite, .onnx or OpenVINO .xml (or a "
-                                "SavedModel, TF.js, OpenVINO or run directory).")
-        return path, path.suffix.lower()[1:]
-    if (path / "saved_model.pb").is_file():
-        return path, "saved_model"
-    if (path / "model.json").is_file():
-        return path, "tfjs"
-    if (path / metadata_lib.OPENVINO_XML).is_file():
-        return path, "openvino"
-    for name in RUN_DIR_MODELS:
-        if (path / name).is_file():
-            return path / name, "keras"
+    if path.is_dir():
+        for name in RUN_DIR_MODELS:
+            if (path / name).is_file():
+                return path / name, "keras"
+    try:
+        return path, detect(path).name
+    except ArtifactError:
+        if path.is_file():
+            raise
     versions = _versions(path)
     if versions:
         return versions[-1], "saved_model"
@@ -96,11 +101,23 @@ def resolve(path) -> tuple[Path, str]:
         return _versions(served[0])[-1], "saved_model"
     if served:
         raise ArtifactError(f"{path} serves several models ({', '.join(p.name for p in served)}); name one of them.")
-    found = sorted(p.name for p in path.iterdir() if p.suffix in (".keras", ".tflite", ".onnx")
-                   or (p / "model.json").is_file() or (p / "saved_model.pb").is_file() or p.name == "saved_model")
+    found = sorted(p.name for p in path.iterdir() if _is_artifact(p) or p.name == "saved_model")
     hint = f" It holds {', '.join(found)}: name one of them." if found else ""
-    raise ArtifactError(f"{path} is not a run directory ({' or '.join(RUN_DIR_MODELS)}), a SavedModel (or a base "
-                        f"directory of numbered versions) or a TF.js model (model.json).{hint}")
+    raise ArtifactError(f"{path} is not a run directory ({' or '.join(RUN_DIR_MODELS)}), a base directory of "
+                        f"numbered SavedModel versions, or an artifact: {expected()}.{hint}")
+
+
+def expected() -> str:
+    """The kinds of artifact a path may be, for errors and help."""
+    return "; ".join(k.layout for k in KINDS.values())
+
+
+def _is_artifact(path: Path) -> bool:
+    try:
+        detect(path)
+        return True
+    except ArtifactError:
+        return False
 
 
 def _versions(path: Path) -> list[Path]:
@@ -109,143 +126,86 @@ def _versions(path: Path) -> list[Path]:
                                  if p.name.isdigit() and (p / "saved_model.pb").is_file())]
 
 
-def open_artifact(path, num_threads: int = 2, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False
-                  ) -> Artifact:
-    """Opens the artifact at `path` (see the module docstring) in its runtime, with its metadata.
+def load_model_file(path, *, trust=None, compile: bool = True):
+    """Loads a `.keras` file as a `keras.Model` after scanning it; a missing, corrupt or refused file is a clear
+    error.
 
-    `allow_unsafe_ops` / `unsafe_deserialization`: what the user accepts of what `zoo scan` reports
-    (the CLI's --allow-unsafe-ops, --unsafe-deserialization).
+    The file is first read as data by `zoo.scan.require_safe`: Lambda layers, custom objects and Keras's
+    non-modeling functions are refused unless `trust` (a `zoo.formats.unsafe.Trust`) accepts them. Keras
+    then loads it with `safe_mode=True`, which still refuses Lambda bytecode, unless
+    `trust.unsafe_deserialization` (the CLI's `--unsafe-deserialization`) says the user trusts it.
+
+    Raises:
+        ModelFileError: missing, not a file, not a .keras archive, or Keras cannot load it.
+        zoo.scan.UnsafeArtifactError: the scan found ops `trust` does not accept.
     """
-    from zoo.scan import require_safe
+    import zipfile
 
-    path, kind = resolve(path)
-    if kind == "keras":
-        from zoo.formats.model_io import load_model_file  # scans the file itself
+    from zoo import scan
+    from zoo.formats import keras as keras_file
 
-        model = load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
-        return _keras_artifact(path, model)
-    if kind != "openvino":
-        require_safe(path, allow_unsafe_ops)
+    trust = Trust.of(trust)
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ModelFileError(f"Model file {path!r} does not exist.")
+    if not os.path.isfile(path) or not path.endswith(".keras") and not zipfile.is_zipfile(path):
+        kind = detect(path)  # an unknown kind is an ArtifactError naming what is expected
+        scan.require_safe(path, trust)
+        raise ModelFileError(f"Model path {path!r} is a {kind.name} artifact; a .keras file is expected here "
+                             "(export a Keras model to other formats from its .keras file).")
+    if not zipfile.is_zipfile(path):
+        raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
+    scan.require_safe(path, trust)
     try:
-        meta = metadata_lib.read(path)
-    except Exception as e:  # a damaged file or metadata entry: name it and say what is wrong
-        raise ArtifactError(f"{path}: its zoo metadata cannot be read ({_what(e)}); the {kind} artifact is damaged "
-                            "or was not written by zoo.") from None
-    try:
-        return globals()[f"_open_{kind}"](path, meta, num_threads)
-    except (ZooError, ImportError):  # ours already say what is wrong; a runtime not installed says what to install
-        raise
-    except Exception as e:  # the runtime refuses the file: a truncated or corrupt artifact
-        raise ArtifactError(f"{path}: the {kind} runtime cannot open it ({_what(e)}); the artifact is damaged or "
-                            "incomplete. Export it again.") from None
+        return keras_file.load(path, unsafe_deserialization=trust.unsafe_deserialization, compile=compile)
+    except ArtifactError as e:
+        raise ModelFileError(str(e)) from None
 
 
-def load(artifact, *, num_threads: int = 2, allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> Artifact:
-    """Any exported artifact, opened in its runtime, with what it says about itself.
+def load(artifact, *, threads: int = DEFAULT_THREADS, trust=None) -> Artifact:
+    """Any artifact, opened in its runtime, with what it says about itself.
 
-    `artifact`: a `.keras`, `.tflite` or `.onnx` file, a SavedModel (version or base directory), a TF.js
-    folder, an OpenVINO folder (or its `.xml`), or a run directory. The result's `predict(x)` runs it;
-    `metadata` (a `zoo.formats.metadata.ModelMetadata`, None for an artifact exported without any) gives
-    the task, the class names, the input's meaning and the predictions output, read from inside the
-    artifact itself (see `zoo.formats.metadata` for where each format keeps it).
+    `artifact`: a path of any kind `zoo.formats` knows (`.keras`, `.tflite`, `.onnx`, a SavedModel version or
+    base directory, a TF.js folder, an OpenVINO folder or its `.xml`) or a run directory. The result's
+    `predict(x)` runs it; `metadata` (a `zoo.formats.metadata.ModelMetadata`, None for an artifact exported
+    without any) gives the task, the class names, the input's meaning and the predictions output, read from
+    inside the artifact itself. `trust` (a `zoo.formats.unsafe.Trust`): what the user accepts of the scan
+    (the CLI's --allow-unsafe-ops, --unsafe-deserialization).
 
     Raises:
         ArtifactError: a path that is no artifact (saying what it holds), or a damaged one (naming the file).
     """
-    return open_artifact(artifact, num_threads, allow_unsafe_ops=allow_unsafe_ops,
-                         unsafe_deserialization=unsafe_deserialization)
+    from zoo.scan import require_safe
+
+    trust = Trust.of(trust)
+    path, name = resolve(artifact)
+    kind = KINDS[name]
+    if name == "keras":
+        from zoo.formats.keras import KerasRunner
+        from zoo.formats.metadata import of_model
+
+        model = load_model_file(path, trust=trust)  # scans the file itself
+        return Artifact(path, name, of_model(model), KerasRunner(model))
+    require_safe(path, trust)
+    try:
+        text = kind.read_metadata(path)
+        meta = None if text is None else ModelMetadata.from_json(text)
+    except Exception as e:  # a damaged file or metadata entry: name it and say what is wrong
+        raise ArtifactError(f"{path}: its zoo metadata cannot be read ({_what(e)}); the {name} artifact is damaged "
+                            "or was not written by zoo.") from None
+    try:
+        runner = kind.open_runner(path, threads=threads)
+    except (ZooError, ImportError):  # ours already say what is wrong; a runtime not installed says what to install
+        raise
+    except Exception as e:  # the runtime refuses the file: a truncated or corrupt artifact
+        raise ArtifactError(f"{path}: the {name} runtime cannot open it ({_what(e)}); the artifact is damaged or "
+                            "incomplete. Export it again.") from None
+    return Artifact(path, name, meta, runner)
 
 
 def _what(e: Exception) -> str:
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
-
-
-class _KerasRunner:
-    runtime = "Keras (TensorFlow)"
-
-    def __init__(self, model):
-        self.model = model
-
-    def predict(self, x, batch_size: int = 256) -> dict:
-        import tensorflow as tf
-
-        n = len(next(iter(x.values()))) if isinstance(x, dict) else len(x)
-        parts = []
-        for start in range(0, n, batch_size):
-            batch = tf.nest.map_structure(lambda a: tf.constant(a[start:start + batch_size]), x)
-            parts.append(tf.nest.flatten(self.model(batch, training=False)))
-        names = self.model.output_names
-        return {name: np.concatenate([p[i].numpy() for p in parts]) for i, name in enumerate(names)}
-
-
-def _keras_artifact(path, model):
-    from zoo.formats.trace import signature_of
-
-    first = signature_of(model).inputs[0]  # a subclassed model too, from the shapes it was built with
-    return Artifact(path, "keras", metadata_lib.of_model(model), _KerasRunner(model), _KerasRunner.runtime,
-                    first.shape, first.dtype)
-
-
-def _open_saved_model(path, meta, num_threads):
-    from zoo.formats.saved_model import open_runner
-
-    runner = open_runner(path)
-    spec = next(iter(runner._sig.structured_input_signature[1].values()))
-    return Artifact(path, "saved_model", meta, runner, runner.runtime, tuple(spec.shape[1:]), spec.dtype.name)
-
-
-def _open_tflite(path, meta, num_threads):
-    from ai_edge_litert.interpreter import Interpreter
-
-    from zoo.formats import tflite
-    from zoo.formats.signature import SERVING_SIGNATURE
-
-    interpreter = Interpreter(model_path=str(path))
-    runner_inputs = interpreter.get_signature_runner(SERVING_SIGNATURE).get_input_details()
-    (detail,) = runner_inputs.values()
-    shape = tuple(int(d) if d > 0 else None for d in detail["shape_signature"][1:])
-    dtype = np.dtype(detail["dtype"]).name
-    example = np.zeros((1, *(d or 1 for d in shape)), np.float32 if dtype == "int8" else dtype)
-    runner = tflite.open_runner(path, threads=num_threads, example=example)
-    return Artifact(path, "tflite", meta, runner, runner.runtime, shape, "float32" if dtype == "int8" else dtype)
-
-
-def _open_onnx(path, meta, num_threads):
-    from zoo.formats.onnx import open_runner
-
-    runner = open_runner(path, threads=num_threads)
-    (first,) = runner._session.get_inputs()
-    shape = tuple(d if isinstance(d, int) else None for d in first.shape[1:])
-    dtype = {"tensor(float)": "float32", "tensor(int32)": "int32", "tensor(int64)": "int64"}.get(first.type, "float32")
-    return Artifact(path, "onnx", meta, runner, runner.runtime, shape, dtype)
-
-
-def _open_tfjs(path, meta, num_threads):
-    import json
-
-    from zoo.formats.tfjs import open_runner
-
-    runner = open_runner(path)
-    spec = json.loads((Path(path) / "model.json").read_text())
-    inputs = spec.get("signature", {}).get("inputs", {})
-    shape, dtype = (), "float32"
-    if inputs:
-        first = next(iter(inputs.values()))
-        dims = [int(d.get("size", -1)) for d in first.get("tensorShape", {}).get("dim", [])][1:]
-        shape = tuple(d if d > 0 else None for d in dims)
-        dtype = {"DT_INT32": "int32", "DT_FLOAT": "float32"}.get(first.get("dtype"), "float32")
-    return Artifact(path, "tfjs", meta, runner, "@tensorflow/tfjs in Node", shape, dtype)
-
-
-def _open_openvino(path, meta, num_threads):
-    from zoo.formats.openvino import open_runner
-
-    runner = open_runner(path.parent if path.is_file() else path, threads=num_threads)
-    (first, *_) = runner._model.inputs
-    dims = first.get_partial_shape()
-    shape = tuple(d.get_length() if d.is_static else None for d in list(dims)[1:])
-    return Artifact(path, "openvino", meta, runner, runner.runtime, shape, first.get_element_type().to_dtype().name)
 
 
 def describe(artifact: Artifact) -> str:

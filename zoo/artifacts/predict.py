@@ -4,7 +4,7 @@
     print(result.table())            # per input: the top-k classes with their scores
     result.to_json(), result.to_csv()
 
-The artifact (any kind `zoo.artifacts.artifact` opens) runs in its own runtime. Its metadata
+The artifact (any kind `zoo.artifacts.load` opens) runs in its own runtime. Its metadata
 (`zoo.formats.metadata`) says how to read the inputs and how to name the outputs:
 
 | the model takes | INPUTS are | read as |
@@ -17,6 +17,10 @@ The artifact (any kind `zoo.artifacts.artifact` opens) runs in its own runtime. 
 An artifact without zoo metadata (a model trained on a registered dataset) takes ``.npy``
 arrays, or images scaled to [0, 1] and resized to its input; classes are then indices.
 Inputs are read and run in batches, with a progress line on stderr for large inputs.
+
+Images and ``.npy`` arrays are read with Pillow and numpy (`zoo.artifacts.reading`), so predictions
+of a TFLite, ONNX or OpenVINO artifact on them import neither TensorFlow nor Keras; tables, texts
+and series are read by `zoo.data`'s readers.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from zoo.artifacts.artifact import Artifact, open_artifact
+from zoo.artifacts import reading
+from zoo.artifacts.artifact import Artifact, load
 from zoo.errors import DataError
 
 BATCH_SIZE = 256
@@ -154,7 +159,7 @@ def predict(artifact, inputs: Sequence, *, top_k: int = 5, batch_size: int = BAT
         raise DataError("No inputs: give image files or folders, CSV files, texts or a series file.")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer. Received: top_k={top_k!r}")
-    art = artifact if isinstance(artifact, Artifact) else open_artifact(artifact)
+    art = artifact if isinstance(artifact, Artifact) else load(artifact)
     names, batches, skipped = read_inputs(art, inputs, batch_size)
     for where, why in skipped:
         print(f"skipped {where}: {why}", file=sys.stderr)
@@ -172,7 +177,7 @@ def predict(artifact, inputs: Sequence, *, top_k: int = 5, batch_size: int = BAT
         bar.close()
     meta = art.metadata
     return Predictions(
-        artifact=str(art.path), kind=art.kind, runtime=art.runner.runtime or art.runtime,
+        artifact=str(art.path), kind=art.kind, runtime=art.runtime,
         task=meta.task if meta else None, names=names, outputs=np.concatenate(outputs),
         class_names=meta.class_names if meta else None, top_k=top_k, target=meta.target if meta else None,
         skipped=list(skipped),
@@ -186,9 +191,9 @@ def read_inputs(art: Artifact, inputs: list, batch_size: int = BATCH_SIZE):
     meta = art.metadata
     kind = meta.input.get("kind") if meta else None
     if kind == "image":
-        files, skipped = _readable_images(inputs)
-        raw = meta.raw_input
-        return files, (_client_side(meta.input, raw.read(files[i:i + batch_size]))
+        files, skipped = reading.readable(reading.image_files(inputs))
+        size, channels = tuple(meta.input["image_size"]), int(meta.input["channels"])
+        return files, (_client_side(meta.input, reading.read_images(files[i:i + batch_size], size, channels))
                        for i in range(0, len(files), batch_size)), skipped
     if kind == "table":
         names, x = _table_rows(meta.raw_input, inputs)
@@ -211,16 +216,6 @@ def _client_side(described: dict, pixels: np.ndarray) -> np.ndarray:
     if described.get("std") is not None:
         x = x / np.asarray(described["std"], np.float32)
     return x.astype(np.float32)
-
-
-def _readable_images(inputs):
-    from zoo.data.image_folder import check_images
-    from zoo.data.raw_input import image_files
-
-    files = image_files(inputs)
-    check = check_images(files)
-    bad = {p for p, _ in check.skipped}
-    return [f for f in files if f not in bad], check.skipped
 
 
 def _chunks(x, batch_size):
@@ -302,13 +297,11 @@ def _without_metadata(art: Artifact, inputs, batch_size):
         return names, _chunks(x, batch_size), []
     shape = art.input_shape
     if len(shape) == 3 and shape[-1] in (1, 3, 4) and None not in shape[:2]:
-        from zoo.data.raw_input import ImageInput
-
-        files, skipped = _readable_images(inputs)
-        reader = ImageInput(tuple(shape[:2]), int(shape[2]))
+        files, skipped = reading.readable(reading.image_files(inputs))
         print(f"note: {art.path} has no zoo metadata: images are resized to {shape[0]}x{shape[1]} and scaled to "
               "[0, 1] (zoo's dataset convention); classes are shown as indices.", file=sys.stderr)
-        return files, (reader.read(files[i:i + batch_size]) / 255.0 for i in range(0, len(files), batch_size)), skipped
+        return files, (reading.read_images(files[i:i + batch_size], shape[:2], int(shape[2])) / 255.0
+                       for i in range(0, len(files), batch_size)), skipped
     raise DataError(f"{art.path} has no zoo metadata and takes inputs of shape {shape}: give .npy arrays of that "
                     "shape (models trained with `zoo train --data` read files themselves).")
 

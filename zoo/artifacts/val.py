@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from zoo.artifacts.artifact import Artifact, open_artifact
+from zoo.artifacts.artifact import Artifact, load
 from zoo.errors import DataError, suggest
 
 SPLITS = ("test", "validation", "train", "all")
@@ -89,12 +89,20 @@ class ValReport:
 
 
 def val(artifact, data, *, split: Optional[str] = None, batch_size: int = 256, data_dir=None) -> ValReport:
-    """Measures `artifact` (a path or an opened `Artifact`) on `data` (a path or a dataset name)."""
+    """Measures `artifact` (a path or an opened `Artifact`) on `data`: a path, a dataset name, or `(x, y)`
+    arrays of what the artifact takes (its raw input) and the labels or targets.
+
+    A path and a dataset are read by `zoo.data`, which imports TensorFlow; arrays are not, so `val` of a
+    TFLite, ONNX or OpenVINO artifact on arrays imports neither TensorFlow nor Keras.
+    """
     if split is not None and split not in SPLITS and not isinstance(split, str):
         raise ValueError(f"split must be one of {SPLITS} or a dataset split spec. Received: split={split!r}")
-    art = artifact if isinstance(artifact, Artifact) else open_artifact(artifact)
+    art = artifact if isinstance(artifact, Artifact) else load(artifact)
     meta = art.metadata
-    if isinstance(data, (str, os.PathLike)) and os.path.exists(os.fspath(data)):
+    if isinstance(data, tuple) and len(data) == 2 and not isinstance(data[0], str):
+        batches, description, split = _array_batches(data, batch_size), "given arrays", split or "all"
+        class_names = meta.class_names if meta else None
+    elif isinstance(data, (str, os.PathLike)) and os.path.exists(os.fspath(data)):
         if meta is None:
             raise DataError(f"{art.path} has no zoo metadata, so zoo cannot tell how to read {data}; validate it on "
                             "a registered dataset (--data mnist) or on a model trained with `zoo train --data`.")
@@ -102,8 +110,8 @@ def val(artifact, data, *, split: Optional[str] = None, batch_size: int = 256, d
     elif isinstance(data, str):
         batches, description, split, class_names = _dataset_batches(art, data, split, batch_size, data_dir)
     else:
-        raise DataError(f"data must be a path or a dataset name; {data!r} is neither (no such file or folder).")
-    task = meta.task if meta else ("classification" if class_names is not None else "regression")
+        raise DataError(f"data must be a path, a dataset name or (x, y) arrays; {data!r} is none of them (no such "
+                        "file or folder).")
     predictions, targets = [], []
     for x, y in batches:
         predictions.append(art.predict(x))
@@ -111,13 +119,24 @@ def val(artifact, data, *, split: Optional[str] = None, batch_size: int = 256, d
     if not predictions:
         raise DataError(f"{description}: split {split!r} has no examples.")
     outputs, y = np.concatenate(predictions), np.concatenate(targets)
-    report = ValReport(str(art.path), art.kind, art.runner.runtime or art.runtime, task, description, split, len(y),
-                       {}, class_names)
+    scores = outputs.ndim == 2 and outputs.shape[1] > 1 and y.dtype.kind in "iu"  # class scores and class labels
+    task = meta.task if meta else ("classification" if class_names is not None or scores else "regression")
+    report = ValReport(str(art.path), art.kind, art.runtime, task, description, split, len(y), {}, class_names)
     if task == "classification":
         _classification(report, outputs, y)
     else:
         _regression(report, outputs, y)
     return report
+
+
+def _array_batches(data, batch_size: int):
+    """Batches of `(x, y)` arrays (`x` an array or a dict of them by input name)."""
+    x, y = data
+    y = np.asarray(y)
+    for start in range(0, len(y), batch_size):
+        part = {k: np.asarray(v)[start:start + batch_size] for k, v in x.items()} if isinstance(x, dict) \
+            else np.asarray(x)[start:start + batch_size]
+        yield part, y[start:start + batch_size]
 
 
 def labelled_batches(meta, path: str, split: Optional[str] = None, batch_size: int = 256):

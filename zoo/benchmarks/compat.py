@@ -278,7 +278,7 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
     """Exports one model to the given cells; returns its row: facts and one dict per cell."""
     import keras
 
-    from zoo.export.exporter import export
+    from zoo.export import ExportData, export
     from zoo.formats import FORMATS
 
     keras.utils.set_random_seed(0)
@@ -311,10 +311,10 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
         reports = []
         for i, (formats, precisions) in enumerate(export_groups(cells)):
             options = {"precision": list(precisions)} if precisions else {}
-            if "int8" in precisions:
-                options["representative_data"] = representative
-            reports.append(export(model, out_dir / candidate.name / str(i), formats, test_data=test_data,
-                                  latency_runs=0, data_description=description, process=process, **options))
+            data = ExportData(test=test_data, description=description,
+                              calibration=representative if "int8" in precisions else None)
+            reports.append(export(model, out_dir / candidate.name / str(i), formats, data=data, latency_runs=0,
+                                  process=process, **options))
     except Exception as e:  # the model itself could not be built or traced: every cell says why
         reason = f"{type(e).__name__}: {e}"[:600]
         row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
@@ -346,12 +346,12 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
            process=None) -> dict:
     """The int8 a user gets from `min_agreement=MIN_AGREEMENT` (`--min-agreement 99`): the most sensitive layers
     kept float until int8 agrees with float on the validation images; verified on the evaluation images."""
-    from zoo.export.exporter import export
+    from zoo.export import ExportData, export
 
     try:
-        report = export(model, out_dir, [fmt], precision=["int8"], representative_data=representative,
-                        validation_data=validation, min_agreement=MIN_AGREEMENT, test_data=test_data, latency_runs=0,
-                        data_description=description, process=process)
+        data = ExportData(calibration=representative, validation=validation, test=test_data, description=description)
+        report = export(model, out_dir, [fmt], precision=["int8"], data=data, min_agreement=MIN_AGREEMENT,
+                        latency_runs=0, process=process)
     except Exception as e:  # noqa: BLE001 - a failed remedy is a result
         return {"status": "export_failed", "error": f"{type(e).__name__}: {e}"[:600]}
     r = report.results[0]

@@ -265,7 +265,7 @@ def _free(model) -> None:
 
 def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) -> dict:
     """Runtime name -> {path, route, error, export_s}: our export once, then the peers."""
-    from zoo.export import export
+    from zoo.export import ExportData, export
 
     wanted = [RUNTIMES[r] for r in runtimes]
     formats = sorted({r.format for r in wanted if r.exported})
@@ -277,9 +277,8 @@ def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) 
             else data["eval_x"][:RANDOM_SAMPLES]
         int8 = "int8" in quantization
         report = export(model, out / "zoo", formats=formats, precision=quantization or None,
-                        representative_data=data["rep_x"] if int8 else None,
-                        calibration_samples=len(data["rep_x"]) if int8 else None,
-                        test_data=test, verify=False, latency_runs=0)
+                        data=ExportData(calibration=data["rep_x"] if int8 else None, test=test),
+                        calibration_samples=len(data["rep_x"]) if int8 else None, verify=False, latency_runs=0)
         print(f"[{name}]   zoo.export.export: {time.perf_counter() - t0:.0f} s", flush=True)
         for r in wanted:
             if not r.exported:

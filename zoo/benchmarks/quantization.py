@@ -121,8 +121,7 @@ def run(args) -> dict:
             for source, path, precisions, extra in (
                 ("ptq", float_path, PRECISIONS, {}),
                 ("qat", qat_path, ("int8",), {}),
-                ("budget", float_path, ("int8",), {"max_accuracy_drop": args.max_accuracy_drop,
-                                                     "validation_data": (data["val_x"], data["val_y"])}),
+                ("budget", float_path, ("int8",), {"max_accuracy_drop": args.max_accuracy_drop}),
                 ("float_ft", control_path, ("float32", "int8"), {}),
             ):
                 if path is None:
@@ -234,11 +233,13 @@ def _models(case: Case, args, work: Path, float_path: str | None, qat_path: str 
 
 
 def _export(model_path, out: Path, runtimes, precisions, data, extra):
-    from zoo.export import export
+    """`extra`: format options; an int8 guard measures on the validation split."""
+    from zoo.export import ExportData, export
 
-    return export(model_path, out, runtimes, precision=precisions, representative_data=data["rep_x"],
-                  calibration_samples=len(data["rep_x"]), test_data=(data["eval_x"], data["eval_y"]),
-                  latency_runs=0, **extra)
+    return export(model_path, out, runtimes, precision=precisions,
+                  data=ExportData(calibration=data["rep_x"], test=(data["eval_x"], data["eval_y"]),
+                                  validation=(data["val_x"], data["val_y"]) if extra else None),
+                  calibration_samples=len(data["rep_x"]), latency_runs=0, **extra)
 
 
 def _row(model: str, source: str, r, report) -> dict:

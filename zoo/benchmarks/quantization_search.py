@@ -162,7 +162,7 @@ def _merged(rows: list[dict], previous: Path, seed: int) -> list[dict]:
 
 def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[dict]:
     import zoo.data
-    from zoo.export import export
+    from zoo.export import ExportData, export
     from zoo.training import load_recipe, train
     from zoo.training.config import DEFAULT_RECIPE
 
@@ -176,7 +176,7 @@ def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[
     test_x, test_y = first_examples(zoo.data.load(config.dataset, "test", 1000), 512 if args.quick else 10000)
     rep_x, _ = first_examples(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
     report = export(trained.run_dir / "last.keras", work / candidate.name, runtimes, precision=["float32", "int8"],
-                    representative_data=rep_x, calibration_samples=len(rep_x), test_data=(test_x, test_y),
+                    data=ExportData(calibration=rep_x, test=(test_x, test_y)), calibration_samples=len(rep_x),
                     latency_runs=0, process=process)
     by = {(r.format, r.variant): r for r in report.results}
     rows = []

@@ -5,29 +5,20 @@
     report.ok                                       # every format runs it with its own ops
     report.result("tflite").gaps                    # each op, its Keras layers, what would run it
 
-The model is traced once into the export's serving function (`zoo.formats.signature.serving_fn`:
+The model is traced once into the export's serving function (`zoo.formats.saved_model.serving_fn`:
 named inputs, a dynamic batch axis, the same layer rewrites) and frozen with control flow v2 kept.
-Each format's `unsupported_ops(traced)` (`zoo/formats/<name>.py`) inspects that graph; the
+Each format's `unsupported_ops(traced)` (`zoo/formats/<name>.py`) inspects that graph (how each
+knows is its declaration's `check_how`, in the docs table `zoo.formats.markdown_table()`); the
 ops it names are traced back to their Keras layers by `zoo.formats.diagnose.layer_of`, the mapper
-the export's own errors use.
-
-| format | how it knows | cost |
-|---|---|---|
-| `saved_model` | holds every TensorFlow op | none |
-| `tflite` | one conversion with Flex and custom ops allowed, of the frozen graph with splat weights: TFLite publishes no list of the ops its builtins cover | 0.1-0.4 s for LeNet or an LSTM, 2.1 s ResNet-50, 4.6 s ConvNeXt-T |
-| `tfjs` | the TF.js converter's op lists (`tensorflowjs/op_list/*.json`) | milliseconds |
-| `onnx` | tf2onnx's handler registry at the opset | milliseconds |
-| `openvino` | OpenVINO's TensorFlow frontend, `convert_partially` | 0.01 s LeNet, 0.9 s ResNet-50 |
-
-Tracing and freezing come first, once: 0.1 s for LeNet, 4.6 s for ResNet-50, 7.3 s for ConvNeXt-T
-(`results/deployability/check_vs_export_matrix.md`: 2 shared cores at load average 6).
+the export's own errors use. Tracing and freezing come first, once; what each step costs per
+architecture is measured in `results/deployability/check_vs_export_matrix.md`.
 
 What a check cannot see, the export's verification does: an op a runtime has but fails on at run
 time (tfjs's TensorList ops on RNNs returning sequences), a handler that rejects a node's attributes,
 numeric differences. Recurrent models are checked as traced, with a dynamic batch, and the ops that
 graph would need are named; where the format's export has a route around them (TFLite's batch-1 graph
 for RNNs, `route_around` in the format module), that route is converted too, and the format is
-`runs via route`, saying so.
+`runs via route`, saying so; else the format's `recurrent_route` says what its export does instead.
 
 `zoo export --check MODEL` prints `table()` and exits 0 when every format runs what `zoo export`
 would convert (the traced graph, or its route) with its own ops; 1 when some format cannot, needs an
@@ -38,7 +29,6 @@ before a long conversion would.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 import time
@@ -51,14 +41,6 @@ NEEDS_RUNTIME = "needs Flex"  # every op it lacks runs through an extra runtime 
 CANNOT_RUN = "cannot run"
 NOT_CHECKED = "not checked"
 STATUSES = (RUNS, RUNS_VIA_ROUTE, NEEDS_RUNTIME, CANNOT_RUN, NOT_CHECKED)
-
-ROUTE_NOTES = {  # formats whose export has routes for recurrent models that the traced graph does not show
-    "tflite": "zoo export converts RNN layers through a batch-1 graph, else an unrolled one with a fixed sequence "
-              "length (builtin ops only), instead of this dynamic-batch graph",
-    "tfjs": "zoo export runs the converted RNN graph in Node before keeping it, and falls back to an unrolled graph "
-            "where tfjs's TensorList ops fail at run time",
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class Gap:
@@ -174,7 +156,7 @@ class CheckReport:
 
 
 def check(model, formats=None, *, input_signature=None, sample=None, opset: int | None = None,
-          allow_unsafe_ops=(), unsafe_deserialization: bool = False) -> CheckReport:
+          trust=None) -> CheckReport:
     """Which of `formats` can run `model`, and which ops of which layers stand in the way.
 
     Args:
@@ -182,16 +164,15 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
         formats: names or "a,b" (default: every format whose runtime is installed, as `export`).
         input_signature, sample: for a subclassed model that was never built (`zoo.formats.trace`).
         opset: the ONNX opset to check against (default: the onnx format's).
-        allow_unsafe_ops, unsafe_deserialization: as for `export`, when `model` is a path.
+        trust: as for `export` (`zoo.formats.unsafe.Trust`), when `model` is a path.
 
     Returns:
         A `CheckReport`; `report.ok` is False when some format cannot run the model as it ships.
         A format whose check itself fails is reported `not checked`, with the error; nothing is raised
         for a format's own failure.
     """
-    from zoo.formats import model_io
-    from zoo.formats import DEFAULT_FORMATS, parse_formats, resolve_options
-    from zoo.scan import parse_allow
+    from zoo.artifacts import load_model_file
+    from zoo.formats import DEFAULT_FORMATS, model_io, parse_formats, resolve_options
     from zoo.formats.trace import describe_source, signature_of
 
     t_start = time.perf_counter()
@@ -199,8 +180,7 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
     if opset is not None:  # checked as export checks it: a format list without onnx takes no opset
         resolve_options(fmts, {"opset": opset})
     if not hasattr(model, "predict"):
-        model = model_io.load_model_file(os.fspath(model), allow_unsafe_ops=parse_allow(allow_unsafe_ops),
-                                         unsafe_deserialization=unsafe_deserialization)
+        model = load_model_file(os.fspath(model), trust=trust)
     signature = signature_of(model, input_signature=input_signature, sample=sample)
     recurrent = bool(model_io.recurrent_layers(model))
     traced = trace_graph(model, signature, {"opset": opset} if opset is not None else {}, recurrent=recurrent)
@@ -220,7 +200,7 @@ def trace_graph(model, signature, options: dict, batch_size: int | None = None, 
 
     from zoo.formats.base import TracedGraph
     from zoo.formats.layer_rewrites import portable_layers
-    from zoo.formats.signature import serving_fn
+    from zoo.formats.saved_model import serving_fn
 
     with portable_layers(model):
         function = tf.function(serving_fn(model, signature), input_signature=signature.specs(batch_size))
@@ -235,7 +215,7 @@ def _check_format(fmt, traced, layers: dict[str, str], recurrent: bool) -> Forma
     t0 = time.perf_counter()
     result = FormatCheck(fmt.name)
     try:
-        gaps: list[OpGap] = importlib.import_module(fmt.module).unsupported_ops(traced)
+        gaps: list[OpGap] = fmt.unsupported_ops(traced)
     except Exception as e:  # a converter's own failure: this format is unknown, the others still answer
         result.error = f"{type(e).__name__}: {_first_line(e)}"
         result.seconds = time.perf_counter() - t0
@@ -252,16 +232,14 @@ def _check_format(fmt, traced, layers: dict[str, str], recurrent: bool) -> Forma
             text = (f"Export with allow_flex=True (--allow-flex) and link the Flex delegate into the app; or: "
                     f"{text}")
         result.advice = text
-        route_around = getattr(importlib.import_module(fmt.module), "route_around", None)
-        if route_around is not None:
-            t1 = time.perf_counter()
-            try:
-                result.route = route_around(traced)
-            except Exception as e:  # the route's own failure: the gaps stand, and the note says why
-                result.notes.append(f"checking zoo export's route failed: {type(e).__name__}: {_first_line(e)}")
-            result.seconds += time.perf_counter() - t1
-        if recurrent and fmt.name in ROUTE_NOTES and not result.route:
-            result.notes.append(ROUTE_NOTES[fmt.name])
+        t1 = time.perf_counter()
+        try:
+            result.route = fmt.route_around(traced)
+        except Exception as e:  # the route's own failure: the gaps stand, and the note says why
+            result.notes.append(f"checking zoo export's route failed: {type(e).__name__}: {_first_line(e)}")
+        result.seconds += time.perf_counter() - t1
+        if recurrent and fmt.recurrent_route and not result.route:
+            result.notes.append(fmt.recurrent_route)
     return result
 
 

@@ -22,18 +22,16 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 
-from zoo.formats.base import CannotVerify, Job
 from zoo.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
+from zoo.formats.base import CannotVerify, Job
 
 
-def artifact_size(path) -> int:
-    """Bytes of the model's files (a TF.js folder's web page and its tf.min.js are not the model)."""
-    from zoo.formats.tfjs_page import PAGE_FILES
-
+def artifact_size(path, companions=()) -> int:
+    """Bytes of the model's files (`companions`, such as a TF.js folder's web page, are not the model)."""
     path = Path(path)
     if path.is_file():
         return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in PAGE_FILES)
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in companions)
 
 
 def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
@@ -41,18 +39,19 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     import importlib
 
     from zoo.export.verify import verify
+    from zoo.formats.conversion import Conversion
 
     target = job.target
     module = importlib.import_module(target.module)
+    declared = getattr(module, "FORMAT", None)
     result = ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
-                            options=target.options)
+                            options=dict(target.options))
     t0 = time.perf_counter()
+    conversion = Conversion(job)
     try:
-        converted = module.convert(job)
-        if job.metadata:
-            from zoo.formats import metadata
-
-            metadata.write(converted.path, metadata.ModelMetadata.from_json(job.metadata))  # before verifying
+        converted = module.convert(conversion)
+        if job.model.metadata:
+            module.write_metadata(Path(converted.path), job.model.metadata)  # before verifying
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}"[:2000]
         result.attempts = list(getattr(e, "attempts", []))
@@ -60,13 +59,15 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         return result
     result.status, result.path, result.route = EXPORTED, str(converted.path), converted.route
     result.attempts, result.notes, result.details = converted.attempts, converted.notes, converted.details
-    result.export_s, result.size_bytes = time.perf_counter() - t0, artifact_size(converted.path)
+    result.export_s = time.perf_counter() - t0
+    result.size_bytes = artifact_size(converted.path, getattr(declared, "companions", ()))
     progress(dataclasses.replace(result))
     if not job.verify:
         return result
     t1 = time.perf_counter()
     try:
-        verification = verify(module.open_runner(converted.path, example=job.example()), job)
+        verification = verify(module.open_runner(converted.path, example=conversion.example()),
+                              conversion)
     except CannotVerify as e:
         result.notes.append(f"not verified: {e}")
         result.verify_s = time.perf_counter() - t1
@@ -154,7 +155,7 @@ class ConversionProcess:
         if partial is None:
             target = job.target
             return ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
-                                  options=target.options, error=f"converter process {reason}")
+                                  options=dict(target.options), error=f"converter process {reason}")
         return dataclasses.replace(partial, status=FAILED_VERIFICATION,
                                    error=f"runtime process {reason} during verification")
 

@@ -18,7 +18,6 @@ from zoo.export.results import EXPORT_FAILED, PASSED
 from zoo.fileio import atomic_write_text, ensure_dir
 
 RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
-SHORT = {"saved_model": "sm", "tflite": "tflite", "tfjs": "tfjs", "onnx": "onnx", "openvino": "ov"}
 
 
 def export_matrix(out_dir, names=None, formats=DEFAULT_FORMATS, *, progress=print, process=None) -> dict:
@@ -84,5 +83,6 @@ def exports_cell(name: str, results: dict | None = None) -> str:
     row = (load_results() if results is None else results).get(name)
     if not row:
         return "?"
-    cells = [SHORT.get(f, f) if row[f]["status"] == PASSED else f"!{SHORT.get(f, f)}" for f in FORMATS if f in row]
+    short = {name: f.short or name for name, f in FORMATS.items()}
+    cells = [short[f] if row[f]["status"] == PASSED else f"!{short[f]}" for f in FORMATS if f in row]
     return ",".join(cells) if cells else "?"

@@ -21,19 +21,24 @@ STATUS_TEXT = {
 }
 JSON_NAME = "report.json"
 MARKDOWN_NAME = "report.md"
-_PACKAGES = ("tensorflow", "keras", "ai-edge-litert", "ai-edge-quantizer", "tensorflowjs", "tf2onnx", "onnx",
-             "onnxruntime", "openvino", "nncf")
 
 
 def package_versions() -> dict:
+    """The versions of Keras and of every format's packages (each format's declaration names them), and of
+    the @tensorflow/tfjs the TF.js runner uses."""
+    from zoo.formats import FORMATS
+
+    packages = dict.fromkeys(["tensorflow", "keras", *(p for f in FORMATS.values() for p in f.packages)])
     versions = {}
-    for name in _PACKAGES:
+    for name in packages:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     try:
-        js = Path(__file__).parent.parent / "formats" / "js" / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
+        from zoo.formats.tfjs import JS_DIR
+
+        js = JS_DIR / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
         versions["@tensorflow/tfjs"] = json.loads(js.read_text())["version"]
     except (OSError, ValueError, KeyError):
         versions["@tensorflow/tfjs"] = None

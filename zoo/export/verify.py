@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from zoo.formats.base import Job, Runner, median
+from zoo.formats.base import TEST, Runner, median
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,15 +107,14 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
     return result
 
 
-def verify(runner: Runner, job: Job) -> Verification:
-    """The artifact's runner on the job's evaluation set (every input, by name) against the Keras
-    outputs (every output), and its batch-1 latency."""
+def verify(runner: Runner, conversion) -> Verification:
+    """The artifact's runner on the job's test data (every input, by name) against the Keras outputs (every
+    output), and its batch-1 latency (`conversion`: a `zoo.formats.conversion.Conversion`)."""
     from zoo.formats.inputs import count, take
 
-    x = job.inputs("eval_x")
-    references = {name: np.asarray(job.array(f"ref_{i}")) for i, name in enumerate(job.output_names)}
-    labels = job.array("eval_y")
-    comparison = compare(runner.predict(x), references, job.target.precision, labels)
+    job = conversion.job
+    x = conversion.inputs(TEST)
+    comparison = compare(runner.predict(x), conversion.references(), job.target.precision, conversion.labels(TEST))
     result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=count(x))
     if comparison.max_abs_diff is not None and job.latency_runs:  # names and shapes agree: it runs
         times = runner.latencies_ms(take(x, 0, 1), job.latency_runs, job.warmup_runs)

@@ -1,67 +1,183 @@
-"""The interface every format module implements, and what it is handed.
+"""The protocol every format module implements, and the plain data it is handed and returns.
 
-A format module `zoo/formats/<name>.py` declares itself and defines two functions:
+A module under `zoo/formats/` is one kind of artifact. It declares what it is and implements the
+parts of the protocol as module-level functions; `zoo.formats` checks each module against
+`KIND_PARTS` (a model file zoo reads: `.keras`, `.h5`) or `FORMAT_PARTS` (an export format) when it
+imports the list, and refuses a module that leaves a part out:
 
-    FORMAT = Format(name=..., options=(Option(...), ...), artifact=..., runtime=..., description=...)
+    KIND = Kind(name=..., description=..., layout=..., runtime=..., metadata_at=..., scan_reads=...)
+    FORMAT = Format(... the same, plus artifact=..., options=(Option(...), ...), check_how=...)
 
-    convert(job: Job) -> Converted
-        writes job.target.path (atomically) and says how
-    open_runner(path, *, threads=DEFAULT_THREADS, example=None) -> Runner
-        the artifact opened in its real runtime; `example` is one input batch a runtime may
-        prepare on (LiteRT's XNNPACK), `threads` its intra-op threads
-    unsupported_ops(traced: TracedGraph) -> list[zoo.formats.diagnose.OpGap]
-        the ops of the model's graph the format cannot run, found in seconds without converting
-        where the format's op set is known (`zoo export --check`, `zoo.export.check`)
-    route_around(traced: TracedGraph) -> str | None  (optional)
-        where `convert` has a route the traced graph does not show (TFLite's batch-1 graph for RNNs):
-        a note if that route runs with the format's own ops, else None
+    recognise(path) -> bool                    is `path` an artifact of this kind (by its layout on disk)
+    scan(path) -> (findings, items scanned)    its ops that reach outside the model, read as data
+                                               (`zoo.formats.unsafe`; `zoo.scan` reports them)
+    read_metadata(path) -> str | None          the zoo metadata JSON stored inside it (`zoo.formats.metadata`)
+    open_runner(path, *, threads, example)     the artifact in its runtime: a `Runner`, with a public
+                                               input and output spec (`Runner.inputs`, `Runner.outputs`)
+  export formats also:
+    convert(conversion) -> Converted           writes `conversion.target.path` atomically
+                                               (`zoo.formats.conversion.Conversion`: the job and the
+                                               SavedModels and Keras model it converts from)
+    write_metadata(path, text)                 stores the metadata JSON inside the artifact
+    unsupported_ops(traced) -> [OpGap]         the ops of the traced graph it cannot run, found without
+                                               converting (`zoo export --check`)
+    route_around(traced) -> str | None         (optional) a note where `convert` has a route the traced
+                                               graph does not show (TFLite's batch-1 graph for RNNs)
 
-Export runs both inside the crash-isolated process (`zoo.export.isolation`), so a converter
-or runtime that segfaults only fails its own target; the benchmarks call `open_runner` directly.
-The module imports nothing heavy at import time (converters and runtimes inside the functions),
-so the table of formats, the CLI flags and the docs derive from `FORMAT` without loading TensorFlow.
+From the declarations and the list come detection, the metadata readers and writers, the scanner's
+kinds, export's keywords, `zoo export`'s flags and the docs tables (`zoo.formats`). Export runs
+`convert` and the runner inside its crash-isolated process (`zoo.export.isolation`). A format module
+imports nothing heavy at import time (converters and runtimes inside the functions), so the table of
+formats, the CLI flags and the docs derive from the declarations without loading TensorFlow, and an
+artifact opened in LiteRT, onnxruntime or OpenVINO never loads it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import os
 import shutil
 import statistics
 import time
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 
 from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option, number_range
-from zoo.formats.trace import Signature
+from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, atomic_dir
+from zoo.formats.trace import Signature, TensorInfo
+from zoo.formats.unsafe import Trust
 
 DEFAULT_THREADS = 2  # intra-op threads of a runtime opened for verification
 PRECISIONS = ("float32", "float16", "int8")  # tolerance classes of `zoo.export.verify.CRITERIA`
 
 
+class ArtifactError(ZooError, ValueError):
+    """A path that is not a model artifact zoo can read or open (missing, unknown kind, corrupt), saying what
+    was found there; raised by the scanner and by `zoo.artifacts.load` alike."""
+
+
+# ----------------------------------------------------------------------------- the protocol
+
+
 @dataclasses.dataclass(frozen=True)
-class Format:
-    """One export format, declared once in its module; export, the CLI, the report and the docs read it.
+class Part:
+    """One function of the protocol: its name, its parameters (in order) and what it does."""
+
+    name: str
+    params: tuple[str, ...]
+    does: str
+    optional: bool = False
+
+    def problem(self, module) -> str | None:
+        """Why `module` does not implement this part, or None."""
+        function = getattr(module, self.name, None)
+        if function is None:
+            return None if self.optional else f"defines no {self.name}({', '.join(self.params)})"
+        if not callable(function):
+            return f"has a {self.name} that is not a function"
+        try:
+            params = tuple(inspect.signature(function).parameters)
+        except (TypeError, ValueError):
+            return None
+        if params != self.params:
+            return f"defines {self.name}({', '.join(params)}); the protocol is {self.name}({', '.join(self.params)})"
+        return None
+
+
+KIND_PARTS = (
+    Part("recognise", ("path",), "whether `path` is an artifact of this kind, by its layout on disk"),
+    Part("scan", ("path",), "(findings, items scanned): its ops that reach outside the model, read as data"),
+    Part("read_metadata", ("path",), "the zoo metadata JSON stored inside it, or None"),
+    Part("open_runner", ("path", "threads", "example"), "the artifact in its runtime, a `Runner`"),
+)
+FORMAT_PARTS = KIND_PARTS + (
+    Part("convert", ("conversion",), "writes the target's artifact atomically; returns `Converted`"),
+    Part("write_metadata", ("path", "text"), "stores the metadata JSON inside the artifact"),
+    Part("unsupported_ops", ("traced",), "the traced graph's ops it cannot run (`zoo export --check`)"),
+    Part("route_around", ("traced",), "a note where convert has a route the traced graph does not show",
+         optional=True),
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Kind:
+    """One kind of artifact, declared once in its module. The text fields are the docs' table rows.
+
+    `suffixes`: file (or folder) suffixes that name the kind: a path with one is offered to this kind
+    first, before the kinds that recognise paths by their contents. `module` is filled in by
+    `zoo.formats` from its list.
+    """
+
+    name: str
+    description: str
+    layout: str  # how it is recognised on disk, e.g. "a file `*.tflite` (flatbuffer identifier TFL3)"
+    runtime: str  # what opens it
+    metadata_at: str  # where zoo's metadata is stored inside it
+    scan_reads: str  # what `zoo scan` reads
+    suffixes: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # Python packages beyond zoo's own dependencies (an optional extra)
+    extra: str = ""  # the pip extra that installs them: `pip install 'zoo[<extra>]'`
+    module: str = ""
+
+    parts = KIND_PARTS
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The required packages that are not installed (found without importing them)."""
+        import importlib.util
+
+        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
+
+    def _function(self, name: str):
+        import importlib
+
+        return getattr(importlib.import_module(self.module), name)
+
+    def recognise(self, path) -> bool:
+        return self._function("recognise")(Path(path))
+
+    def scan(self, path):
+        return self._function("scan")(Path(path))
+
+    def read_metadata(self, path) -> str | None:
+        return self._function("read_metadata")(Path(path))
+
+    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example=None) -> Runner:
+        """The artifact at `path` opened in this kind's runtime (its module's `open_runner`)."""
+        return self._function("open_runner")(path, threads=threads, example=example)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Format(Kind):
+    """An export format: a `Kind` that `zoo.export` writes, declared once in its module.
 
     `options` are the keywords `zoo.export.export` takes for this format (and `zoo export`'s flags).
     `variant_option` names the option whose values are separate artifacts (TFLite's precisions),
     filled into `artifact` as `{variant}`; `precisions` maps each variant to its tolerance class
-    (float32, float16 or int8). `module` is filled in by `zoo.formats` from `MODULES`.
+    (float32, float16 or int8). `check_how` says how `zoo export --check` knows what it cannot run;
+    `recurrent_route` what its export does for RNN layers that the traced graph does not show.
+    `companions` are files written beside the model that are not part of it (left out of its size),
+    `packages` the distributions whose versions the export report records, `short` its name in
+    `zoo list`'s exports column.
     """
 
-    name: str
     artifact: str  # path under the output directory; {model} and {variant} are filled in
-    runtime: str  # what verification runs the artifact in
-    description: str
     options: tuple[Option, ...] = ()
     variant_option: str | None = None
-    precisions: dict | None = None  # variant -> tolerance class; None: float32
-    module: str = ""
-    requires: tuple[str, ...] = ()  # Python packages beyond zoo's own dependencies (an optional extra)
-    extra: str = ""  # the pip extra that installs them: `pip install 'zoo[<extra>]'`
+    precisions: Mapping | None = None  # variant -> tolerance class; None: float32
+    check_how: str = ""
+    recurrent_route: str = ""
+    companions: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    short: str = ""
+
+    parts = FORMAT_PARTS
 
     def __post_init__(self):
         names = [o.name for o in self.options]
@@ -76,26 +192,30 @@ class Format:
             if precision not in PRECISIONS:
                 raise ValueError(f"Format {self.name!r}: variant {variant!r} has precision {precision!r}; "
                                  f"expected one of {PRECISIONS}.")
+        if self.precisions is not None:
+            object.__setattr__(self, "precisions", MappingProxyType(dict(self.precisions)))
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
-
-    @property
-    def missing(self) -> tuple[str, ...]:
-        """The required packages that are not installed (found without importing them)."""
-        import importlib.util
-
-        return tuple(name for name in self.requires if importlib.util.find_spec(name) is None)
 
     def precision(self, variant: str | None) -> str:
         """The tolerance class of an artifact of this format."""
         return (self.precisions or {}).get(variant, "float32")
 
-    def open_runner(self, path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> Runner:
-        """The artifact at `path` opened in this format's runtime (its module's `open_runner`)."""
+    def convert(self, conversion) -> Converted:
+        return self._function("convert")(conversion)
+
+    def write_metadata(self, path, text: str) -> None:
+        self._function("write_metadata")(Path(path), text)
+
+    def unsupported_ops(self, traced) -> list:
+        return self._function("unsupported_ops")(traced)
+
+    def route_around(self, traced) -> str | None:
         import importlib
 
-        return importlib.import_module(self.module).open_runner(path, threads=threads, example=example)
+        function = getattr(importlib.import_module(self.module), "route_around", None)
+        return None if function is None else function(traced)
 
 
 # Shared by the formats with an unrolled RNN route (TFLite, TF.js): one declaration, one flag.
@@ -106,27 +226,25 @@ SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RN
 # Each format's `precisions` says which of these it writes; a format is asked only for those.
 ARTIFACT_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
 PRECISION = Option("precision", "artifact precisions, one file each, where the format offers them: float32, float16, "
-                   "dynamic_int8 (int8 weights, float compute; TFLite) or int8 (full integer, calibrated on "
-                   "representative_data)",
+                   "dynamic_int8 (int8 weights, float compute; TFLite) or int8 (full integer, calibrated on the "
+                   "calibration data)",
                    default=("float32",), choices=ARTIFACT_PRECISIONS, multiple=True)
-REPRESENTATIVE_DATA = Option("representative_data", "calibration inputs for int8: an array, or a tf.data or iterable "
-                             "of batches x or (x, y) from the training pipeline (the CLI draws them from --dataset)",
-                             cli=False)
-CALIBRATION_SAMPLES = Option("calibration_samples", "how many representative inputs int8 calibrates on", default=200,
+CALIBRATION_SAMPLES = Option("calibration_samples", "how many calibration inputs int8 calibrates on", default=200,
                              check=POSITIVE_INT)
 MAX_ACCURACY_DROP = Option(
     "max_accuracy_drop", "int8 within this many accuracy points of float: the layers whose quantization costs most "
-    "stay float (per-layer sensitivity on validation_data; zoo.formats.ptq.budget)", check=NON_NEGATIVE, metavar="POINTS")
+    "stay float (per-layer sensitivity on the validation data; zoo.formats.ptq.budget)", check=NON_NEGATIVE,
+    metavar="POINTS")
 MIN_AGREEMENT = Option(
-    "min_agreement", "int8 whose top-1 class agrees with the float model's on at least this percent of inputs like "
-    "validation_data's, at 95% confidence (no labels needed; 99 takes >= 381 inputs): the layers whose quantization "
+    "min_agreement", "int8 whose top-1 class agrees with the float model's on at least this percent of inputs like the "
+    "validation data's, at 95% confidence (no labels needed; 99 takes >= 381 inputs): the layers whose quantization "
     "moves the outputs most stay float (zoo.formats.ptq.budget)",
     check=number_range(0, 100, lo_open=True), metavar="PERCENT")
-VALIDATION_DATA = Option("validation_data", "data the int8 guards measure on, never the test data: labelled (x, y) for "
-                         "max_accuracy_drop, inputs alone will do for min_agreement (the CLI draws it from --dataset's "
-                         "--val-split)", cli=False)
-INT8_OPTIONS = (REPRESENTATIVE_DATA, CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, MIN_AGREEMENT, VALIDATION_DATA)
+INT8_OPTIONS = (CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, MIN_AGREEMENT)
 INT8_GUARDS = ("max_accuracy_drop", "min_agreement")  # post-training int8 with chosen layers float
+
+
+# ----------------------------------------------------------------------------- what a conversion is handed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,131 +256,84 @@ class Target:
     variant: str | None
     precision: str  # tolerance class: float32, float16 or int8
     path: str
-    options: dict
+    options: Mapping  # the format's options, resolved (defaults filled in)
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    def __reduce__(self):  # a mappingproxy does not pickle; the job crosses to the conversion process
+        return (Target, (self.format, self.module, self.variant, self.precision, self.path, dict(self.options)))
 
     @property
     def label(self) -> str:
         return f"{self.format}[{self.variant}]" if self.variant else self.format
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    """What a conversion knows of the model, as data: its signature and outputs, its layers (for errors
+    that name one), and the `.keras` file the routes that rebuild it load (RNN routes, int8 guards)."""
+
+    name: str
+    signature: Signature
+    output_names: tuple[str, ...]
+    layers: Mapping  # layer name -> class name
+    recurrent: bool = False  # holds LSTM/GRU/SimpleRNN layers
+    quantization_aware: bool = False  # trained with fake quantization (zoo.quantization): int8 from its own ranges
+    metadata: str | None = None  # zoo metadata JSON, written into every artifact (zoo.formats.metadata)
+    keras_file: str | None = None  # the model as a .keras file; None when not needed or not savable
+    keras_file_error: str | None = None  # why keras_file is None
+
+    def __reduce__(self):
+        fields = [getattr(self, f.name) for f in dataclasses.fields(self)]
+        fields[3] = dict(self.layers)
+        return (ModelFacts, tuple(fields))
+
+    def __post_init__(self):
+        object.__setattr__(self, "layers", MappingProxyType(dict(self.layers)))
+        object.__setattr__(self, "output_names", tuple(self.output_names))
+
+
+# The data a job's files hold, by role (`Job.data`: role -> .npz of named inputs or .npy array).
+TEST, TEST_LABELS = "test", "test_labels"  # what verification measures on (parity, agreement, accuracy)
+CALIBRATION = "calibration"  # int8 calibration inputs
+VALIDATION, VALIDATION_LABELS = "validation", "validation_labels"  # what the int8 guards measure on
+WARMUP = "warmup"  # real test inputs written as the SavedModel's TF Serving warmup requests
+REFERENCE = "reference_{}"  # Keras's outputs on the test inputs, one .npy per output (in `output_names` order)
+
+
+@dataclasses.dataclass(frozen=True)
 class Job:
-    """Everything a conversion and its verification need; plain data, so it can cross processes.
+    """One target to convert and verify: plain data, so it crosses to the conversion process as it is.
 
     The export writes the model's SavedModel once, in the caller's process (`saved_model_dir`): every
-    format converts from it, so a model the conversion process could not rebuild (a subclassed
-    model defined in a script) converts all the same. Only the RNN routes rebuild the Keras model,
-    from `model_path`.
+    format converts from it, so a model the conversion process could not rebuild (a subclassed model
+    defined in a script) converts all the same. What a format builds from the job (another SavedModel,
+    the Keras model) is `zoo.formats.conversion.Conversion`'s business, not the job's.
     """
 
     target: Target
-    model_path: str | None  # the model as a .keras file (for the RNN routes); None if it could not be saved
+    model: ModelFacts
     work_dir: str  # scratch space on the output's filesystem
-    data: dict  # name -> path: eval_x, rep_x, val_x, warmup_x (.npz of named inputs), eval_y, val_y, ref_<i> (.npy)
-    output_names: list
-    saved_model_dir: str | None = None  # the SavedModel of the model, written by the export
+    data: Mapping  # role -> file (the roles above)
+    saved_model_dir: str | None = None
+    verify: bool = True
     latency_runs: int = 50
     warmup_runs: int = 5
-    verify: bool = True
-    signature: Signature | None = None  # the model's named inputs (`zoo.formats.trace`)
-    layers: dict = dataclasses.field(default_factory=dict)  # layer name -> class name, for error messages
-    recurrent: bool = False  # the model holds LSTM/GRU/SimpleRNN layers
-    quantization_aware: bool = False  # trained with fake quantization (zoo.quantization): int8 from its own ranges
-    model_path_error: str | None = None  # why model_path is None
-    model_name: str = "model"
-    allow_unsafe_ops: tuple = ()  # what the user accepted when the model file was scanned (zoo.scan)
-    unsafe_deserialization: bool = False  # Keras safe_mode off, as the user asked
-    metadata: str | None = None  # the model's zoo metadata as JSON, written into the artifact (zoo.formats.metadata)
+    trust: Trust = Trust()
 
-    def array(self, name: str) -> np.ndarray | None:
-        path = self.data.get(name)
-        return None if path is None else np.load(path, mmap_mode="r")
+    def __post_init__(self):
+        object.__setattr__(self, "data", MappingProxyType(dict(self.data)))
 
-    def inputs(self, name: str = "eval_x") -> dict[str, np.ndarray] | None:
-        """Named inputs saved by the export: eval_x, rep_x or warmup_x; `{input name: array}`."""
-        from zoo.formats import inputs
-
-        path = self.data.get(name)
-        return None if path is None else inputs.load(path)
-
-    def single_input(self, name: str) -> np.ndarray | None:
-        """The array of `name` (eval_x, rep_x, val_x) for code that takes single-input models only
-        (the int8 accuracy budget, OpenVINO's calibration)."""
-        from zoo.errors import ZooError
-
-        x = self.inputs(name)
-        if x is None:
-            return None
-        if len(x) != 1:
-            raise ZooError(f"this step takes single-input models; this one has {len(x)} inputs: {sorted(x)}.")
-        return next(iter(x.values()))
-
-    def example(self) -> dict[str, np.ndarray]:
-        """The first evaluation example, a batch of one, by input name."""
-        return {k: v[:1] for k, v in self.inputs("eval_x").items()}
-
-    def keras_model(self):
-        """The model, loaded once per process (the RNN routes rebuild it)."""
-        from zoo.formats import model_io
-        from zoo.errors import ZooError
-
-        if self.model_path is None:
-            raise ZooError("this route rebuilds the Keras model from a .keras file, and the model could not be "
-                           f"saved as one: {self.model_path_error}")
-        return model_io.cached_model(self.model_path, tuple(self.allow_unsafe_ops), self.unsafe_deserialization)
-
-    def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:
-        """A SavedModel of the model: this export's own, else one written once to the scratch space.
-
-        `variant` names a different graph (e.g. TFLite's fixed-batch or the unrolled RNN route), made
-        from `model` (default: the job's) with `batch_size` (default: dynamic).
-        """
-        if not variant and self.saved_model_dir and os.path.isdir(self.saved_model_dir):
-            return self.saved_model_dir
-        path = os.path.join(self.work_dir, f"saved_model_{variant or 'default'}")
-        if not os.path.isdir(path):  # written atomically, so a complete one from an earlier target
-            from zoo.formats.signature import export_saved_model
-
-            signature = self.signature if model is None else None  # a rebuilt model says its own inputs
-            with atomic_dir(path) as tmp:
-                os.rmdir(tmp)
-                export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size, signature=signature)
-        return path
-
-    def static_input_shape(self) -> tuple:
-        """Per-example input shape of the unrolled RNN route: the data's, the time axis set by `sequence_length`.
-
-        The export's `sequence_length` option applies to recurrent models only (their axis 0 is time).
-        The route rebuilds the model with one static input, so it takes single-input models.
-        """
-        from zoo.errors import ZooError
-
-        x = self.inputs("eval_x")
-        if len(x) != 1:
-            raise ZooError(f"the unrolled RNN route fixes the shape of one input; this model has {len(x)}: "
-                           f"{sorted(x)}.")
-        shape = tuple(next(iter(x.values())).shape[1:])
-        length = self.target.options.get("sequence_length")
-        if length and shape and self.recurrent:
-            shape = (length, *shape[1:])
-        return shape
-
-    def unrolled_saved_model(self, example_shape: tuple) -> str:
-        """A SavedModel of the model rebuilt with `unroll=True` and this static input shape, weights copied.
-
-        The unrolled RNN route of TFLite and TF.js: no while loop and no TensorLists, a plain
-        feed-forward graph, at the price of a fixed sequence length. Written once per export and shape,
-        so the formats share it.
-        """
-        from zoo.formats import model_io
-
-        variant = "unrolled_" + "x".join(map(str, example_shape))
-        return self.saved_model(variant, model=model_io.unrolled_copy(self.keras_model(), example_shape))
+    def __reduce__(self):
+        fields = [getattr(self, f.name) for f in dataclasses.fields(self)]
+        fields[3] = dict(self.data)
+        return (Job, tuple(fields))
 
 
 @dataclasses.dataclass
 class TracedGraph:
-    """The model traced once, what each format's `unsupported_ops` inspects (`zoo.export.check`).
+    """The model traced once, what each format's `unsupported_ops` inspects (`zoo.export.deployability`).
 
     `concrete_function` is the export's serving function (named inputs with a dynamic batch axis, named
     outputs); `graph_def` is it frozen with control flow v2 kept (`While`, TensorList ops) and functions
@@ -280,6 +351,9 @@ class TracedGraph:
 def unrolled_note(example_shape: tuple) -> str:
     """The report note of the unrolled RNN route."""
     return f"RNN unrolled; input shape fixed to (batch, {', '.join(map(str, example_shape))})"
+
+
+# ----------------------------------------------------------------------------- what a conversion returns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,20 +388,35 @@ class Converted:
     details: dict = dataclasses.field(default_factory=dict)  # e.g. the accuracy budget's float layers and costs
 
 
-class Runner:
-    """An artifact loaded in its runtime. Subclasses implement `predict` and set `input_names`.
+# ----------------------------------------------------------------------------- runners
 
-    `predict` takes the inputs by name, `{input name: array}`, or, for a model with one input,
-    the bare array (`named` turns either into the dict).
+
+class Runner:
+    """An artifact loaded in its runtime. Subclasses implement `predict` and set `inputs` and `outputs`.
+
+    `inputs` and `outputs` are the public spec: one `TensorInfo` (name, per-example shape with None
+    where free, dtype name) per tensor, as the runtime declares them; `predict` takes the inputs by
+    name, `{input name: array}`, or, for a model with one input, the bare array, and returns the
+    outputs by name. A quantized input or output (TFLite's int8 I/O) is declared as the float the
+    runner takes and returns.
     """
 
     runtime: str = ""
-    input_names: list[str] = []
+    inputs: tuple[TensorInfo, ...] = ()
+    outputs: tuple[TensorInfo, ...] = ()
+
+    @property
+    def input_names(self) -> list[str]:
+        return [t.name for t in self.inputs]
 
     def named(self, x) -> dict[str, np.ndarray]:
         from zoo.formats.inputs import as_named
 
-        return as_named(x, list(self.input_names), "inputs")
+        return as_named(x, self.input_names, "inputs")
+
+    def example(self, batch: int = 1) -> dict[str, np.ndarray]:
+        """Zeros (or empty strings) shaped as the inputs, free axes 1: what a runtime may prepare on."""
+        return {t.name: np.zeros((batch, *(d or 1 for d in t.shape)), t.numpy_dtype()) for t in self.inputs}
 
     @property
     def note(self) -> str:
@@ -350,6 +439,14 @@ class Runner:
         return times
 
 
+def tensor_info(name: str, dims, dtype) -> TensorInfo:
+    """A runtime's declared tensor as a `TensorInfo`: dims after the batch axis (unknown: None), dtype a name."""
+    shape = tuple(int(d) if isinstance(d, (int, np.integer)) and d >= 0 else None for d in list(dims)[1:])
+    name_of = {"str": "string", "bytes": "string", "object": "string"}
+    dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    return TensorInfo(name, shape, name_of.get(dtype, dtype))
+
+
 def median(values) -> float | None:
     return statistics.median(values) if values else None
 
@@ -363,6 +460,9 @@ def predict_in_chunks(fn, x: dict[str, np.ndarray], chunk: int = 256) -> dict[st
         for name, value in fn(batch).items():
             parts.setdefault(name, []).append(np.asarray(value))
     return {name: np.concatenate(v) for name, v in parts.items()}
+
+
+# ----------------------------------------------------------------------------- files
 
 
 @contextlib.contextmanager
@@ -384,3 +484,20 @@ def atomic_output(final: Path | str):
     finally:
         if tmp.exists():
             (shutil.rmtree if tmp.is_dir() else os.unlink)(tmp)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Rewrites the file at `path` with `data` atomically (beside it, then one rename): metadata writers."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def head(path: Path, n: int = 8) -> bytes:
+    """The first `n` bytes of a file (how a kind recognises a file by its magic bytes)."""
+    with open(path, "rb") as f:
+        return f.read(n)

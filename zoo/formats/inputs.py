@@ -1,7 +1,7 @@
 """Model inputs by name, `{input name: array}`, for models with one input or many.
 
 Export measures every artifact on the same evaluation inputs and calibrates
-int8 on representative inputs. Both come from the caller in whatever structure
+int8 on calibration inputs. Both come from the caller in whatever structure
 the model takes (an array; a list or tuple in input order; a dict keyed by
 input name; `(x, y)` pairs; a tf.data or any iterable of such batches) and are
 turned here into one array per named input (`zoo.formats.trace.Signature`),
@@ -23,7 +23,7 @@ RANDOM_SEQUENCE_LENGTH = 16
 
 
 class DataShapeError(ZooError, ValueError):
-    """Evaluation or representative data that does not fit the model's inputs."""
+    """Test, calibration or validation data that does not fit the model's inputs."""
 
 
 Named = dict  # {input name: np.ndarray}, all of one length

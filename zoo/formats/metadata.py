@@ -5,39 +5,27 @@ what its input is (pixels of a given size, which table columns, raw strings, a s
 and the preprocessing it carries. :class:`ModelMetadata` holds that; ``zoo predict`` and
 ``zoo val`` read it back from any artifact, so predictions need nothing but the artifact.
 
-Where it is stored (one JSON document, the same everywhere, under the key ``zoo_metadata``):
-
-| artifact | where |
-|---|---|
-| ``.keras`` | the model's config (``ZooModel.get_config``), so it survives ``model.save`` / ``load_model`` |
-| SavedModel | ``assets.extra/zoo_metadata.json`` (TF Serving's folder for files the graph does not load) |
-| TFLite | a flatbuffer ``metadata`` entry named ``zoo_metadata`` (the schema's slot for such data) |
-| ONNX | ``metadata_props`` key ``zoo_metadata`` |
-| TF.js | ``model.json``'s ``userDefinedMetadata.zoo_metadata`` |
-| OpenVINO IR | ``model.xml``'s ``<rt_info><zoo_metadata value="..."/>`` (``ov.Model.get_rt_info("zoo_metadata")``) |
-
-A classifier's SavedModel also gets ``assets/labels.txt``, one class name per line (line i is class
-i), the side file TF Serving clients and Model Garden's exporters look for.
+It is one JSON document, the same everywhere, under the key ``zoo_metadata`` (``KEY``). Each format
+module stores and reads it in its own place (its ``write_metadata`` and ``read_metadata``; the
+table is ``zoo.formats.markdown_table()``'s, a column of each format's declaration), and
+``zoo.formats.read_metadata(path)`` / ``write_metadata(path, metadata)`` find the format of a path.
 
 A model not trained by zoo gets its metadata from `describe` (its class names and what its input is,
 given by the caller or read from its signature and preprocessing layers), as
 ``zoo.export.export(model, ..., class_names=[...])`` does.
 
-Writes are atomic: the artifact is rewritten beside itself and renamed into place.
+Writes are atomic: the artifact is rewritten beside itself and renamed into place
+(``zoo.formats.base.replace_file``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import zipfile
-from pathlib import Path
 from typing import Optional
 
 KEY = "zoo_metadata"
 SCHEMA = "zoo.model_metadata/1"
-SAVED_MODEL_FILE = Path("assets.extra") / f"{KEY}.json"
 TASKS = ("classification", "regression", "forecast", "language_model")
 
 
@@ -218,183 +206,3 @@ def _input_text(d: dict) -> str:
     inside = d.get("preprocessing_inside")
     parts.append(f"inside the model: {', '.join(inside)}" if inside else "no preprocessing inside the model")
     return ", ".join(parts)
-
-
-# ---------------------------------------------------------------- artifacts on disk
-
-
-OPENVINO_XML = "model.xml"  # an OpenVINO artifact directory's IR (zoo.formats.openvino.IR_NAME)
-LABELS_FILE = Path("assets") / "labels.txt"  # a classifier SavedModel's class names, one a line
-
-
-def artifact_kind(path) -> str:
-    """"keras", "saved_model", "tflite", "onnx", "tfjs" or "openvino" for an artifact path (by its layout)."""
-    path = Path(path)
-    if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix in (".keras", ".tflite", ".onnx"):
-            return suffix[1:]
-        if suffix == ".xml":
-            return "openvino"
-        raise ValueError(f"{path} is not a .keras, .tflite, .onnx or OpenVINO .xml file.")
-    if (path / "saved_model.pb").is_file():
-        return "saved_model"
-    if (path / "model.json").is_file():
-        return "tfjs"
-    if (path / OPENVINO_XML).is_file():
-        return "openvino"
-    raise ValueError(f"{path} is neither a SavedModel (saved_model.pb), a TF.js model (model.json) nor an OpenVINO "
-                     f"IR directory ({OPENVINO_XML}).")
-
-
-def write(path, metadata: ModelMetadata) -> None:
-    """Stores `metadata` in the artifact at `path` (any kind but .keras, which keeps it in its config)."""
-    kind = artifact_kind(path)
-    if kind == "keras":
-        raise ValueError(f"{path}: a .keras file keeps its metadata in the model config; attach() it before saving.")
-    _WRITERS[kind](Path(path), metadata.to_json())
-
-
-def read(path) -> Optional[ModelMetadata]:
-    """The metadata stored in the artifact at `path`, or None if it has none."""
-    text = _READERS[artifact_kind(path)](Path(path))
-    return None if text is None else ModelMetadata.from_json(text)
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _write_saved_model(path: Path, text: str) -> None:
-    target = path / SAVED_MODEL_FILE
-    target.parent.mkdir(exist_ok=True)
-    _replace_file(target, text.encode())
-    class_names = json.loads(text).get("class_names")
-    if class_names:
-        labels = path / LABELS_FILE
-        labels.parent.mkdir(exist_ok=True)
-        _replace_file(labels, "".join(f"{name}\n" for name in class_names).encode())
-
-
-def read_labels(path) -> Optional[list]:
-    """A SavedModel's `assets/labels.txt` as a list (line i: class i), or None without one."""
-    labels = Path(path) / LABELS_FILE
-    return labels.read_text().splitlines() if labels.is_file() else None
-
-
-def _openvino_xml(path: Path) -> Path:
-    return path if path.is_file() else path / OPENVINO_XML
-
-
-def _write_openvino(path: Path, text: str) -> None:
-    """Into the IR's `<rt_info>`, which OpenVINO reads back as `model.get_rt_info()` (the .bin is untouched)."""
-    import xml.etree.ElementTree as ET
-
-    xml = _openvino_xml(path)
-    tree = ET.parse(xml)
-    root = tree.getroot()
-    info = root.find("rt_info")
-    if info is None:
-        info = ET.SubElement(root, "rt_info")
-    for old in info.findall(KEY):
-        info.remove(old)
-    ET.SubElement(info, KEY, value=text)
-    _replace_file(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
-
-
-def _read_openvino(path: Path) -> Optional[str]:
-    import xml.etree.ElementTree as ET
-
-    entry = ET.parse(_openvino_xml(path)).getroot().find(f"rt_info/{KEY}")
-    return None if entry is None else entry.get("value")
-
-
-def _read_saved_model(path: Path) -> Optional[str]:
-    target = path / SAVED_MODEL_FILE
-    return target.read_text() if target.is_file() else None
-
-
-def _write_tfjs(path: Path, text: str) -> None:
-    model_json = path / "model.json"
-    spec = json.loads(model_json.read_text())
-    spec.setdefault("userDefinedMetadata", {})[KEY] = json.loads(text)
-    _replace_file(model_json, json.dumps(spec).encode())
-
-
-def _read_tfjs(path: Path) -> Optional[str]:
-    d = json.loads((path / "model.json").read_text()).get("userDefinedMetadata", {}).get(KEY)
-    return None if d is None else json.dumps(d)
-
-
-def _write_onnx(path: Path, text: str) -> None:
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    for prop in list(model.metadata_props):
-        if prop.key == KEY:
-            model.metadata_props.remove(prop)
-    model.metadata_props.add(key=KEY, value=text)
-    _replace_file(path, model.SerializeToString())
-
-
-def _read_onnx(path: Path) -> Optional[str]:
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    return next((p.value for p in model.metadata_props if p.key == KEY), None)
-
-
-def _tflite_schema():
-    from ai_edge_litert import schema_py_generated
-
-    return schema_py_generated
-
-
-def _write_tflite(path: Path, text: str) -> None:
-    schema = _tflite_schema()
-    import flatbuffers
-
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
-    model.metadata = [m for m in (model.metadata or []) if m.name.decode() != KEY]
-    buffer = schema.BufferT()
-    buffer.data = list(text.encode())
-    model.buffers.append(buffer)
-    entry = schema.MetadataT()
-    entry.name = KEY
-    entry.buffer = len(model.buffers) - 1
-    model.metadata.append(entry)
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    _replace_file(path, bytes(builder.Output()))
-
-
-def _read_tflite(path: Path) -> Optional[str]:
-    schema = _tflite_schema()
-    model = schema.Model.GetRootAs(path.read_bytes(), 0)
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        if entry.Name().decode() == KEY:
-            return model.Buffers(entry.Buffer()).DataAsNumpy().tobytes().decode()
-    return None
-
-
-def _read_keras(path: Path) -> Optional[str]:
-    """From the .keras zip's config.json, without loading the model."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read("config.json"))
-    except (zipfile.BadZipFile, KeyError, ValueError):
-        return None
-    d = config.get("config", {}).get(KEY)
-    return None if d is None else json.dumps(d)
-
-
-_WRITERS = {"saved_model": _write_saved_model, "tflite": _write_tflite, "onnx": _write_onnx, "tfjs": _write_tfjs,
-            "openvino": _write_openvino}
-_READERS = {**{k: globals()[f"_read_{k}"] for k in _WRITERS}, "keras": _read_keras}

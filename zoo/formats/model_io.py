@@ -1,5 +1,4 @@
-"""Model facts the exporters share: loading with clear errors, layers, lookup vocabularies, recurrent layers,
-unrolled copies.
+"""Model facts the formats share: layers, lookup vocabularies, recurrent layers, unrolled and looped copies.
 
 Imports Keras only inside the functions, so the format modules that use it stay light to import.
 """
@@ -7,71 +6,8 @@ Imports Keras only inside the functions, so the format modules that use it stay 
 from __future__ import annotations
 
 import copy
-import functools
-import os
-import zipfile
-
-from zoo.errors import ZooError
 
 RECURRENT = ("LSTM", "GRU", "SimpleRNN")
-
-
-class ModelFileError(ZooError, ValueError):
-    """A model path that is missing or is not a loadable .keras file."""
-
-
-def load_model_file(path, *, allow_unsafe_ops=(), unsafe_deserialization: bool = False,
-                    compile: bool = True) -> "keras.Model":  # noqa: F821
-    """Loads a `.keras` file after scanning it; a missing, corrupt or refused file is a clear error.
-
-    The file is first read as data by `zoo.scan` (`require_safe`): Lambda layers, custom
-    objects and Keras's non-modeling functions are refused unless named in `allow_unsafe_ops`.
-    Keras then loads it with `safe_mode=True`, which still refuses Lambda bytecode, unless
-    `unsafe_deserialization` (the CLI's `--unsafe-deserialization`) says the user trusts it.
-
-    Raises:
-        ModelFileError: missing, not a file, not a .keras archive, or Keras cannot load it.
-        zoo.scan.UnsafeArtifactError: the scan found ops not in `allow_unsafe_ops`.
-    """
-    from zoo import scan
-
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ModelFileError(f"Model file {path!r} does not exist.")
-    if not os.path.isfile(path) or not path.endswith(".keras") and not zipfile.is_zipfile(path):
-        kind, _ = scan.detect_kind(path)  # an unknown kind is an ArtifactError naming what is expected
-        scan.require_safe(path, allow_unsafe_ops)
-        raise ModelFileError(f"Model path {path!r} is a {kind} artifact; a .keras file is expected here "
-                             "(export a Keras model to other formats from its .keras file).")
-    if not zipfile.is_zipfile(path):
-        raise ModelFileError(f"Model file {path!r} is corrupt or not a .keras file: it is not a zip archive.")
-    report = scan.require_safe(path, allow_unsafe_ops)
-    import keras
-
-    import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers); `import zoo` is lazy
-    import zoo.data.raw_input  # noqa: F401  and the preprocessing layers of models trained on your own data
-    import zoo.quantization  # noqa: F401  registers the quantization-aware layers (QAT models)
-    import zoo.core.fused_optimizers  # noqa: F401  and the optimizers zoo trains with (compile=True)
-
-    try:
-        return keras.saving.load_model(path, safe_mode=not unsafe_deserialization, compile=compile)
-    except Exception as e:  # Keras raises ValueError, KeyError, OSError, ... for damaged archives
-        refused = [f for f in report.findings if f.op in SAFE_MODE_REFUSES]
-        if refused and not unsafe_deserialization:
-            names = "; ".join(f"{f.op} in {f.location}" for f in refused)
-            raise ModelFileError(f"Keras safe_mode refused {path!r}: {names} would run code stored in the file. "
-                                 "If you trust it, load with unsafe_deserialization=True "
-                                 "(CLI: --unsafe-deserialization).") from None
-        raise ModelFileError(f"Model file {path!r} could not be loaded: {type(e).__name__}: {e}") from None
-
-
-# What Keras's own safe_mode refuses (keras/src/layers/core/lambda_layer.py, export/tfsm_layer.py).
-SAFE_MODE_REFUSES = ("Lambda", "__lambda__", "TFSMLayer")
-
-
-@functools.lru_cache(maxsize=2)
-def cached_model(path: str, allow_unsafe_ops: tuple = (), unsafe_deserialization: bool = False) -> "keras.Model":  # noqa: F821,E501
-    return load_model_file(path, allow_unsafe_ops=allow_unsafe_ops, unsafe_deserialization=unsafe_deserialization)
 
 
 def layer_classes(model) -> dict[str, str]:

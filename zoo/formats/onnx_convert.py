@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 
 from zoo.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
+from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 REWRITTEN = frozenset({"Erfc"})  # rewritten here before tf2onnx sees the graph
 
@@ -95,7 +96,7 @@ def rewrite_erfc(graph_def) -> int:
 
 
 def convert_saved_model(saved_model_dir: str, opset: int, layers: dict[str, str] | None = None,
-                        signature_key: str = "serving_default"):
+                        signature_key: str = SERVING_SIGNATURE):
     """(the ONNX `ModelProto` of a SavedModel signature, its `Rewrites`); inputs and outputs keep the
     signature's names.
 

@@ -4,7 +4,7 @@
 - float16: the same IR with its weights stored in float16 (`save_model(compress_to_fp16=True)`),
   decompressed to float32 on the CPU;
 - int8: NNCF post-training quantization (`nncf.quantize`, its default CPU preset: int8 weights per
-  channel, int8 activations per tensor) calibrated on the representative data. With
+  channel, int8 activations per tensor) calibrated on the calibration data. With
   `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
   (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
   validation accuracy (or the agreement with the float IR's decisions) is within bound.
@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 
-from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, Converted, Format, Job,
-                                     Runner, atomic_output, predict_in_chunks)
+from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, ArtifactError,
+                              Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.unsafe import CUSTOM_OPENVINO_OP, OPENVINO_STANDARD_VERSION, Finding
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 DEVICE = "CPU"
@@ -33,6 +35,14 @@ FORMAT = Format(
     artifact="{model}_openvino_{variant}",
     runtime="OpenVINO Runtime (CPU plugin, f32 inference precision)",
     description="OpenVINO IR via openvino.convert_model from the SavedModel; int8 by NNCF post-training quantization",
+    layout="a folder holding `model.xml` and `model.bin` (or the `.xml` itself)",
+    metadata_at="`model.xml`'s `<rt_info><zoo_metadata value=\"...\"/>` (`ov.Model.get_rt_info(\"zoo_metadata\")`)",
+    scan_reads="`model.xml` as XML: every layer's opset (a layer outside the standard opsets needs an extension "
+               "library)",
+    check_how="OpenVINO's TensorFlow frontend, `convert_partially`",
+    packages=("openvino", "nncf"),
+    short="ov",
+    suffixes=(".xml",),
     variant_option="precision",
     precisions=PRECISIONS,
     options=(PRECISION, *INT8_OPTIONS),
@@ -85,22 +95,22 @@ def unsupported_ops(traced) -> list:
     return [OpGap(op, tuple(nodes)) for op, nodes in sorted(found.items())]
 
 
-def convert(job: Job) -> Converted:
+def convert(conversion) -> Converted:
     _require()
     import openvino as ov
 
-    precision = job.target.variant
-    model = ov.convert_model(job.saved_model())
+    precision = conversion.target.variant
+    model = ov.convert_model(conversion.saved_model())
     notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
     if precision == "int8":
-        if job.quantization_aware:  # convert_model already made its fake quantization FakeQuantize ops
+        if conversion.model.quantization_aware:  # convert_model made its fake quantization FakeQuantize ops
             notes.append("int8 ranges learned in quantization-aware training (the model's own FakeQuantize ops)")
         else:
-            model, details = _quantize(job, model, ov)
+            model, details = _quantize(conversion, model, ov)
             notes.append(details.pop("note"))
-    with atomic_output(job.target.path) as tmp:
+    with atomic_output(conversion.target.path) as tmp:
         ov.save_model(model, os.path.join(tmp, IR_NAME), compress_to_fp16=precision == "float16")
-    return Converted(job.target.path, notes=notes, details=details)
+    return Converted(conversion.target.path, notes=notes, details=details)
 
 
 def _dataset(x):
@@ -118,13 +128,13 @@ def _feed(a) -> np.ndarray:
     return a.astype(np.float32) if a.dtype.kind == "f" else a
 
 
-def _quantize(job: Job, model, ov):
+def _quantize(conversion, model, ov):
     """(int8 model, details): NNCF post-training quantization, within the accuracy budget where one is set."""
     import nncf
 
-    options = job.target.options
+    options = conversion.target.options
     n = options.get("calibration_samples") or 200
-    named = {k: np.asarray(v[:n]) for k, v in job.inputs("rep_x").items()}
+    named = {k: np.asarray(v[:n]) for k, v in conversion.inputs(CALIBRATION).items()}
     if not any(options.get(g) is not None for g in INT8_GUARDS):
         data = named if len(named) > 1 else next(iter(named.values()))
         count = len(next(iter(named.values())))
@@ -134,8 +144,8 @@ def _quantize(job: Job, model, ov):
     from zoo.formats.ptq.budget import summary as budget_summary
 
     goal = Goal.of(options)
-    rep = np.asarray(job.single_input("rep_x")[:n], np.float32)  # the guards take single-input models
-    x, y = validation(job, goal)
+    rep = np.asarray(conversion.single_input(CALIBRATION)[:n], np.float32)  # the guards take single-input models
+    x, y = validation(conversion, goal)
     x = np.asarray(x, np.float32)
     core = ov.Core()
     compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
@@ -166,13 +176,13 @@ def _quantize(job: Job, model, ov):
                                                                ("chosen", quantized))}
     in_full, in_chosen = quantized_ops(full), quantized_ops(quantized)
     reverted = sorted(set(in_full) - set(in_chosen))
-    layers = sorted({layer_of(in_full[op], job.keras_model()) for op in reverted})
+    layers = sorted({layer_of(in_full[op], conversion.keras_model()) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
     within = (wilson_interval(metrics["chosen"], len(x))[0] >= 1 - goal.max_drop / 100 - 1e-9
               if goal.metric == "agreement" else drop <= goal.max_drop + 1e-9)
     summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers,
                              len(x))
-    costs = _costs(job, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
+    costs = _costs(conversion, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
     details = {**costs, "metric": goal.metric, "budget_points": goal.max_drop, "float_metric": metrics["float32"],
                "full_int8_drop": 100 * (metrics["float32"] - metrics["int8"]), "final_drop": drop,
                "within_budget": within, "float_layers": layers, "float_ops": reverted,
@@ -185,13 +195,13 @@ def _quantize(job: Job, model, ov):
     return quantized, details
 
 
-def _costs(job: Job, models: dict, x1: np.ndarray, ov) -> dict:
+def _costs(conversion, models: dict, x1: np.ndarray, ov) -> dict:
     """Size on disk and median batch-1 latency of each IR (float32, full int8, the budget's choice)."""
     import statistics
 
     sizes, latency = {}, {}
     for name, model in models.items():
-        folder = os.path.join(job.work_dir, f"openvino_budget_{name}_{os.getpid()}")
+        folder = os.path.join(conversion.work_dir, f"openvino_budget_{name}_{os.getpid()}")
         os.makedirs(folder, exist_ok=True)
         ov.save_model(model, os.path.join(folder, IR_NAME), compress_to_fp16=False)
         sizes[name] = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
@@ -284,13 +294,13 @@ class OpenVINORunner(Runner):
         _require()
         import openvino as ov
 
-        xml = os.path.join(path, IR_NAME) if os.path.isdir(path) else str(path)
         self._core = ov.Core()
-        self._model = self._core.read_model(xml)
+        self._model = self._core.read_model(str(_xml(Path(path))))
         self._config = {"INFERENCE_NUM_THREADS": num_threads, "INFERENCE_PRECISION_HINT": "f32",
                         "PERFORMANCE_HINT": "LATENCY"}
         self._requests: dict[tuple, tuple] = {}
-        self.input_names = [i.any_name for i in self._model.inputs]
+        self.inputs = tuple(_spec(t) for t in self._model.inputs)
+        self.outputs = tuple(_spec(t) for t in self._model.outputs)
 
     def _request(self, shapes: tuple):
         if shapes not in self._requests:
@@ -313,5 +323,78 @@ class OpenVINORunner(Runner):
         return predict_in_chunks(self._infer, named, 256)
 
 
+def _spec(port):
+    dims = [d.get_length() if d.is_static else -1 for d in port.get_partial_shape()]
+    return tensor_info(port.any_name, dims, port.get_element_type().to_dtype())
+
+
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> OpenVINORunner:
     return OpenVINORunner(path, num_threads=threads)
+
+
+# ----------------------------------------------------------------------------- on disk: recognised, metadata, scan
+
+
+def _xml(path: Path) -> Path:
+    return path if path.is_file() else path / IR_NAME
+
+
+def recognise(path: Path) -> bool:
+    return (path.is_dir() and (path / IR_NAME).is_file()) or (path.is_file() and path.suffix.lower() == ".xml")
+
+
+def write_metadata(path: Path, text: str) -> None:
+    """Into the IR's `<rt_info>`, which OpenVINO reads back as `model.get_rt_info()` (the .bin is untouched)."""
+    import xml.etree.ElementTree as ET
+
+    from zoo.formats.metadata import KEY
+
+    xml = _xml(Path(path))
+    tree = ET.parse(xml)
+    root = tree.getroot()
+    info = root.find("rt_info")
+    if info is None:
+        info = ET.SubElement(root, "rt_info")
+    for old in info.findall(KEY):
+        info.remove(old)
+    ET.SubElement(info, KEY, value=text)
+    replace_file(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def read_metadata(path: Path) -> str | None:
+    import xml.etree.ElementTree as ET
+
+    from zoo.formats.metadata import KEY
+
+    entry = ET.parse(_xml(Path(path))).getroot().find(f"rt_info/{KEY}")
+    return None if entry is None else entry.get("value")
+
+
+def scan(path: Path):
+    """(findings, layers scanned): every layer of `model.xml`, read as XML (nothing is compiled or run).
+
+    An IR layer names its operation set in `version`: `opset1` ... `opsetN` are OpenVINO's own
+    operations, run by its plugins; any other version is an extension's (a custom op), whose kernel is
+    native code the application loads with `core.add_extension`. The weights (`model.bin`) are data
+    the layers index by offset; an IR names no other file.
+    """
+    import xml.etree.ElementTree as ET
+
+    xml = _xml(Path(path))
+    try:
+        root = ET.parse(xml).getroot()
+    except (ET.ParseError, OSError) as e:
+        raise ArtifactError(f"{xml} is not a readable OpenVINO IR: {e}") from None
+    if root.tag != "net":
+        raise ArtifactError(f"{xml} is not an OpenVINO IR (its root element is <{root.tag}>, not <net>).")
+    findings, custom, first, scanned = [], {}, {}, 0
+    for layer in root.iter("layer"):  # TensorIterator and Loop bodies nest their own <layers>
+        scanned += 1
+        version = layer.get("version", "")
+        if not version.startswith(OPENVINO_STANDARD_VERSION):
+            op = f"{version}.{layer.get('type', '?')}"
+            custom[op] = custom.get(op, 0) + 1
+            first.setdefault(op, layer.get("name", layer.get("id", "?")))
+    for op, count in custom.items():
+        findings.append(Finding.of(CUSTOM_OPENVINO_OP, f"layer '{first[op]}'", op=op, count=count))
+    return findings, scanned

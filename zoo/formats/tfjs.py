@@ -27,9 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option
-from zoo.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, Attempt, Converted, Format, Job, RoutesFailed,
-                                     Runner, atomic_output, unrolled_note)
-from zoo.formats.signature import SERVING_SIGNATURE, SERVING_TAG
+from zoo.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, TEST, ArtifactError, Attempt, Converted, Format,
+                              RoutesFailed, Runner, atomic_output, replace_file, tensor_info, unrolled_note)
+from zoo.formats.tf_serving import SERVING_SIGNATURE, SERVING_TAG
+from zoo.formats.tfjs_page import PAGE_FILES
+from zoo.formats.unsafe import EXTERNAL_DATA, Capability, Finding
 
 # weight storage (one graph model each) -> tolerance class
 PRECISIONS = {"float32": "float32", "float16": "float16", "uint16": "float16", "uint8": "int8"}
@@ -39,6 +41,17 @@ FORMAT = Format(
     artifact="tfjs_{variant}",
     runtime="@tensorflow/tfjs in Node (wasm backend, cpu fallback; files from disk)",
     description="TF.js graph model converted from the SavedModel; RNNs via control flow v2 or an unrolled rebuild",
+    layout="a folder holding `model.json` (or the `model.json` itself)",
+    metadata_at="`model.json`'s `userDefinedMetadata.zoo_metadata`",
+    scan_reads="`model.json`: a graph model's GraphDef and function library, or a layers model's Keras config, and "
+               "the weight files its manifest names",
+    check_how="the TF.js converter's op lists (`tensorflowjs/op_list/*.json`)",
+    recurrent_route="zoo export runs the converted RNN graph in Node before keeping it, and falls back to an "
+                    "unrolled graph where tfjs's TensorList ops fail at run time",
+    companions=PAGE_FILES,
+    packages=("tensorflowjs",),
+    short="tfjs",
+    suffixes=(".json",),
     variant_option="weight_quantization",
     precisions=PRECISIONS,
     options=(
@@ -67,30 +80,32 @@ def routes(recurrent: bool) -> list:
     return ["control_flow_v2", "unrolled"]
 
 
-def convert(job: Job) -> Converted:
+def convert(conversion) -> Converted:
     from zoo.formats.diagnose import UnsupportedOpsError
 
-    weights = job.target.variant or "float32"
+    weights = conversion.target.variant or "float32"
     attempts = []
-    candidates = routes(job.recurrent)
+    candidates = routes(conversion.model.recurrent)
     for route in candidates:
         notes = []
         try:
-            with atomic_output(job.target.path) as tmp:
+            with atomic_output(conversion.target.path) as tmp:
                 if route == "unrolled":
-                    example_shape = job.static_input_shape()
-                    notes += _convert(job.unrolled_saved_model(example_shape), tmp, weights, False, job.layers)
+                    example_shape = conversion.static_input_shape()
+                    notes += _convert(conversion.unrolled_saved_model(example_shape), tmp, weights, False,
+                                      conversion.model.layers)
                     notes.append(unrolled_note(example_shape))
                 else:
                     # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
-                    notes += _convert(job.saved_model(), tmp, weights, route == "control_flow_v2", job.layers)
+                    notes += _convert(conversion.saved_model(), tmp, weights, route == "control_flow_v2",
+                                      conversion.model.layers)
                     if route == "control_flow_v2":
                         notes.append("control flow v2")
                 if route != candidates[-1]:  # the last route is checked by verification alone
-                    notes += _runtime_check(tmp, job)
-                from zoo.formats import tfjs_page as web_page
+                    notes += _runtime_check(tmp, conversion)
+                from zoo.formats import tfjs_page
 
-                notes += web_page.write(tmp)  # index.html + tf.min.js beside model.json
+                notes += tfjs_page.write(tmp)  # index.html + tf.min.js beside model.json
         except UnsupportedOpsError:
             raise  # ops tfjs lacks: no route removes them
         except Exception as e:  # try the next route; the report keeps why this one failed
@@ -100,7 +115,7 @@ def convert(job: Job) -> Converted:
             continue
         if weights != "float32":
             notes.append(f"weights stored as {weights}")
-        return Converted(job.target.path, route=route, attempts=attempts, notes=notes)
+        return Converted(conversion.target.path, route=route, attempts=attempts, notes=notes)
     raise RoutesFailed("no TF.js route worked", attempts)
 
 
@@ -196,7 +211,7 @@ def name_inputs(model_dir) -> int:
     return len(renamed)
 
 
-def _runtime_check(model_dir, job: Job) -> list[str]:
+def _runtime_check(model_dir, conversion) -> list[str]:
     """Runs the graph model in Node on a few examples; raises where tfjs cannot run it.
 
     Returns notes: none, or why the check was skipped (no Node or no tfjs here: the route is kept
@@ -206,7 +221,7 @@ def _runtime_check(model_dir, job: Job) -> list[str]:
         node_runtime()
     except RuntimeError as e:
         return [f"TF.js runtime check skipped: {e}"]
-    x = {k: v[:CHECK_EXAMPLES] for k, v in job.inputs("eval_x").items()}
+    x = {k: v[:CHECK_EXAMPLES] for k, v in conversion.inputs(TEST).items()}
     try:
         TFJSRunner(model_dir).predict(x)
     except RuntimeError as e:
@@ -237,7 +252,7 @@ class TFJSRunner(Runner):
     def __init__(self, path, backends=BACKENDS):
         """`backends` to try in order: wasm, and the pure-JS cpu backend where wasm cannot run the graph
         (RNN TensorList graphs, and unrolled RNNs whose fused matmuls have a rank-3 bias)."""
-        self._path = os.path.abspath(path)  # node runs in JS_DIR: relative paths would break
+        self._path = os.path.abspath(_folder(Path(path)))  # node runs in JS_DIR: relative paths would break
         self._node, self._script = node_runtime()
         unknown = set(backends) - set(self.BACKENDS)
         if not backends or unknown:
@@ -248,8 +263,10 @@ class TFJSRunner(Runner):
         except (OSError, ValueError) as e:
             raise RuntimeError(f"{self._path} is not a TF.js graph model: {e}") from None
         # Hash tables appear as DT_RESOURCE signature inputs that tfjs feeds itself (`normalizeInputs`).
-        self.input_names = [name for name, spec in (signature.get("inputs") or {}).items()
-                            if spec.get("dtype") != "DT_RESOURCE" and "resourceId" not in spec] or ["input"]
+        self.inputs = tuple(_spec(name, spec) for name, spec in (signature.get("inputs") or {}).items()
+                            if spec.get("dtype") != "DT_RESOURCE" and "resourceId" not in spec
+                            ) or (tensor_info("input", [None], "float32"),)  # a model.json without a signature
+        self.outputs = tuple(_spec(name, spec) for name, spec in (signature.get("outputs") or {}).items())
 
     @property
     def note(self) -> str:  # the backend Node ended up on (wasm, or cpu where wasm cannot run the graph)
@@ -323,7 +340,96 @@ class TFJSRunner(Runner):
                          latency_budget_ms=None if budget_s is None else budget_s * 1e3)[1]
 
 
+# model.json's TensorFlow dtypes by the numpy dtype the runner takes or returns
+DTYPES = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int64", "DT_BOOL": "bool", "DT_STRING": "string"}
+
+
+def _spec(name: str, spec: dict):
+    dims = [int(d.get("size", -1)) for d in (spec.get("tensorShape") or {}).get("dim", [])]
+    return tensor_info(name, dims, DTYPES.get(spec.get("dtype"), "float32"))
+
+
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFJSRunner:
     """The graph model in Node (a process per call). `threads` is not applied: tfjs has no per-model
     thread setting."""
     return TFJSRunner(path)
+
+
+# ----------------------------------------------------------------------------- on disk: recognised, metadata, scan
+MODEL_JSON = "model.json"
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if path.is_file() else path
+
+
+def _model_json(path: Path) -> Path:
+    return path if path.is_file() else path / MODEL_JSON
+
+
+def recognise(path: Path) -> bool:
+    return (path.is_dir() and (path / MODEL_JSON).is_file()) or (path.is_file() and path.suffix.lower() == ".json")
+
+
+def write_metadata(path: Path, text: str) -> None:
+    from zoo.formats.metadata import KEY
+
+    model_json = _model_json(Path(path))
+    spec = json.loads(model_json.read_text())
+    spec.setdefault("userDefinedMetadata", {})[KEY] = json.loads(text)
+    replace_file(model_json, json.dumps(spec).encode())
+
+
+def read_metadata(path: Path) -> str | None:
+    from zoo.formats.metadata import KEY
+
+    d = json.loads(_model_json(Path(path)).read_text()).get("userDefinedMetadata", {}).get(KEY)
+    return None if d is None else json.dumps(d)
+
+
+def _weight_paths(manifest, folder: Path):
+    findings = []
+    for group in manifest if isinstance(manifest, list) else []:
+        for p in group.get("paths", []) if isinstance(group, dict) else []:
+            p = str(p)
+            scheme = p.split("://", 1)[0].lower() if "://" in p else ""
+            resolved = os.path.realpath(folder / p)
+            outside = os.path.isabs(p) or scheme or \
+                os.path.commonpath([resolved, os.path.realpath(folder)]) != os.path.realpath(folder)
+            if outside:
+                capability = Capability.NETWORK if scheme and scheme != "file" else Capability.FILESYSTEM
+                findings.append(Finding(EXTERNAL_DATA.name, capability, "weightsManifest",
+                                        f"weights read from outside the model's folder: {p!r}"))
+    return findings
+
+
+def scan(path: Path):
+    """(findings, nodes scanned): a graph model's GraphDef (with its function library) or a layers model's Keras
+    config, and the weight files the manifest points at (https://www.tensorflow.org/js/guide/save_load: the
+    runtime fetches `weightsManifest[].paths` relative to `model.json`; a path that is absolute, a URL or
+    leaves the folder reads elsewhere)."""
+    from google.protobuf import json_format
+    from tensorboard.compat.proto import graph_pb2
+
+    from zoo.formats.unsafe.graph import scan_graph
+    from zoo.formats.unsafe.keras_config import scan_config
+
+    path = _model_json(path)
+    try:
+        model = json.loads(path.read_text())
+    except (ValueError, RecursionError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(model, dict) or "modelTopology" not in model:
+        raise ArtifactError(f"{path} is not a TF.js model.json (no modelTopology).")
+    topology = model["modelTopology"]
+    findings = _weight_paths(model.get("weightsManifest"), path.parent)
+    if model.get("format") == "graph-model" or (isinstance(topology, dict) and "node" in topology):
+        try:
+            graph = json_format.ParseDict(topology, graph_pb2.GraphDef(), ignore_unknown_fields=True)
+        except (json_format.ParseError, TypeError, ValueError) as e:
+            raise ArtifactError(f"{path}: modelTopology is not a GraphDef: {e}") from None
+        found, scanned = scan_graph(graph)
+    else:
+        config = topology.get("model_config", topology) if isinstance(topology, dict) else topology
+        found, scanned = scan_config(config, legacy=True)
+    return findings + found, scanned

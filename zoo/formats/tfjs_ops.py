@@ -27,6 +27,7 @@ import json
 from pathlib import Path
 
 from zoo.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
+from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 # Ops the converter adds itself or that tfjs resolves without a kernel of that name.
 _ALWAYS = frozenset({"Placeholder", "Const", "Identity", "NoOp", "_FusedConv2D", "_FusedMatMul",
@@ -114,7 +115,7 @@ def reshape_lookups(model_dir) -> int:
     return count
 
 
-def check_saved_model_ops(saved_model_dir, layers: dict[str, str], signature_key: str = "serving_default") -> None:
+def check_saved_model_ops(saved_model_dir, layers: dict[str, str], signature_key: str = SERVING_SIGNATURE) -> None:
     """Raises `UnsupportedOpsError` for ops of the SavedModel's frozen signature that tfjs cannot run.
 
     For when the converter itself fails: with its op check off it can crash on such ops

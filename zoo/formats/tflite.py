@@ -12,20 +12,24 @@ Recurrent models need a route, because Keras 3's LSTM/GRU/SimpleRNN trace to a
   dynamic-range int8 convert. Full int8 on this route segfaults the converter.
 - `unrolled`: the model rebuilt with `unroll=True` and a static time axis, the
   weights copied. A plain feed-forward graph: every precision, full int8 included,
-  at the price of a fixed sequence length (`Job.unrolled_saved_model`, shared with TF.js).
+  at the price of a fixed sequence length (`Conversion.unrolled_saved_model`, shared with TF.js).
 """
 
 from __future__ import annotations
 
+import collections
+from pathlib import Path
+
 import numpy as np
 
 from zoo.core.options import BOOL, Option
+from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH,
+                               ArtifactError, Attempt, CannotVerify, Converted, Format, RoutesFailed, Runner,
+                               atomic_output, head, predict_in_chunks, replace_file, tensor_info, unrolled_note)
 from zoo.formats.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
-from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH, Attempt,
-                                     CannotVerify, Converted, Format, Job, RoutesFailed, Runner, atomic_output,
-                                     predict_in_chunks, unrolled_note)
 from zoo.formats.ptq.budget import Goal
-from zoo.formats.signature import SERVING_SIGNATURE
+from zoo.formats.tf_serving import SERVING_SIGNATURE
+from zoo.formats.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS, Finding
 
 # precision (one .tflite each) -> tolerance class
 PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8"}
@@ -36,6 +40,17 @@ FORMAT = Format(
     runtime="ai_edge_litert Interpreter (XNNPACK)",
     description="LiteRT flatbuffer, builtin ops only unless allow_flex; RNNs via a fixed-batch signature or an "
                 "unrolled rebuild",
+    layout="a flatbuffer file with the identifier TFL3, usually `*.tflite`",
+    metadata_at="a flatbuffer `metadata` entry named `zoo_metadata` (the schema's slot for such data)",
+    scan_reads="the operator codes of every subgraph: custom ops, Flex ops (checked as the TensorFlow op they "
+               "run) and StableHLO custom calls",
+    check_how="one conversion with Flex and custom ops allowed, of the frozen graph with splat weights: TFLite "
+              "publishes no list of the ops its builtins cover",
+    recurrent_route="zoo export converts RNN layers through a batch-1 graph, else an unrolled one with a fixed "
+                    "sequence length (builtin ops only), instead of this dynamic-batch graph",
+    packages=("ai-edge-litert", "ai-edge-quantizer"),
+    short="tflite",
+    suffixes=(".tflite",),
     variant_option="precision",
     precisions=PRECISIONS,
     options=(
@@ -60,14 +75,14 @@ def routes(recurrent: bool, precision: str) -> list[str]:
     return ["fixed_batch", "unrolled"]
 
 
-def _saved_model_for(job: Job, route: str, example_shape: tuple) -> str:
+def _saved_model_for(conversion, route: str, example_shape: tuple) -> str:
     """The SavedModel a route converts from; its `serving_default` keeps the input and output names."""
     if route == "dynamic_batch":
-        return job.saved_model()
+        return conversion.saved_model()
     if route == "fixed_batch":
-        return job.saved_model("fixed_batch", batch_size=1)
+        return conversion.saved_model("fixed_batch", batch_size=1)
     if route == "unrolled":
-        return job.unrolled_saved_model(example_shape)
+        return conversion.unrolled_saved_model(example_shape)
     raise ValueError(f"Unknown TFLite route {route!r}.")
 
 
@@ -81,10 +96,10 @@ def _converter(saved_model_dir: str, allow_flex: bool = False):
     return converter
 
 
-def _representative(job: Job, example_shape):
+def _representative(conversion, example_shape):
     """Calibration batches of one example, by input name (the converter feeds the signature by name)."""
-    x = job.inputs("rep_x")
-    n = min(len(next(iter(x.values()))), job.target.options.get("calibration_samples") or 200)
+    x = conversion.inputs(CALIBRATION)
+    n = min(len(next(iter(x.values()))), conversion.target.options.get("calibration_samples") or 200)
 
     def gen():
         for i in range(n):
@@ -98,10 +113,10 @@ def _representative(job: Job, example_shape):
     return gen
 
 
-def _quantize(converter, job: Job, example_shape, quantization_aware: bool = False):
+def _quantize(converter, conversion, example_shape, quantization_aware: bool = False):
     import tensorflow as tf
 
-    variant = job.target.variant
+    variant = conversion.target.variant
     if variant == "float32":
         return
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -115,22 +130,23 @@ def _quantize(converter, job: Job, example_shape, quantization_aware: bool = Fal
             # `check_full_int8` verifies the result instead.
             pass
         else:
-            converter.representative_dataset = _representative(job, example_shape)
+            converter.representative_dataset = _representative(conversion, example_shape)
             converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-            if job.target.options.get("allow_flex"):
+            if conversion.target.options.get("allow_flex"):
                 converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
-        if job.target.options.get("int8_io"):
+        if conversion.target.options.get("int8_io"):
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
     # dynamic_int8: Optimize.DEFAULT without representative data quantizes the weights only.
 
 
-def convert(job: Job) -> Converted:
-    options = job.target.options
-    guard = next((g for g in INT8_GUARDS if options.get(g) is not None), None) if job.target.variant == "int8" else None
+def convert(conversion) -> Converted:
+    options = conversion.target.options
+    guard = (next((g for g in INT8_GUARDS if options.get(g) is not None), None)
+             if conversion.target.variant == "int8" else None)
     budgeted = guard is not None
-    example_shape = job.static_input_shape() if job.recurrent else None
-    quantization_aware = job.quantization_aware
+    example_shape = conversion.static_input_shape() if conversion.model.recurrent else None
+    quantization_aware = conversion.model.quantization_aware
     if budgeted and quantization_aware:
         raise ValueError(f"{guard} is for post-training int8; a quantization-aware model's int8 already "
                          f"uses its learned ranges. Export it without {guard}.")
@@ -138,32 +154,32 @@ def convert(job: Job) -> Converted:
         raise ValueError(f"{guard} keeps some layers float, and int8_io's int8 input and output tensors are not "
                          "written by the selective quantizer; export without int8_io.")
     attempts = []
-    for route in routes(job.recurrent, job.target.variant):
+    for route in routes(conversion.model.recurrent, conversion.target.variant):
         try:
-            saved_model_dir = _saved_model_for(job, route, example_shape)
+            saved_model_dir = _saved_model_for(conversion, route, example_shape)
             converter = _converter(saved_model_dir, options.get("allow_flex"))
             if not budgeted:  # the budget quantizes the float model selectively (below)
-                _quantize(converter, job, example_shape, quantization_aware)
+                _quantize(converter, conversion, example_shape, quantization_aware)
             flatbuffer = converter.convert()
-            if quantization_aware and job.target.variant == "int8":
+            if quantization_aware and conversion.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
         except Exception as e:  # try the next route; the report keeps why this one failed
             unsupported = tflite_unsupported_ops(str(e))
             if unsupported:  # no route helps: the ops are in the graph whatever the route
-                error = unsupported_ops_error("TFLite (builtin ops)", unsupported, job.layers)
+                error = unsupported_ops_error("TFLite (builtin ops)", unsupported, conversion.model.layers)
                 raise UnsupportedOpsError(f"{error}{_flex_hint(e, options)}", error.ops) from None
             attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}{_flex_hint(e, options)}"))
             continue
         notes, details = [], {}
         if budgeted:
             int8_converter = _converter(saved_model_dir, options.get("allow_flex"))
-            _quantize(int8_converter, job, example_shape)
-            flatbuffer, details = _guarded_int8(job, flatbuffer, int8_converter, example_shape)
+            _quantize(int8_converter, conversion, example_shape)
+            flatbuffer, details = _guarded_int8(conversion, flatbuffer, int8_converter, example_shape)
             notes.append(f"{Goal.of(options).describe()}: {details['summary']} (the converter's quantizer, "
                          "denylisted layers float)")
-        with atomic_output(job.target.path) as tmp:
+        with atomic_output(conversion.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
-        if quantization_aware and job.target.variant == "int8":
+        if quantization_aware and conversion.target.variant == "int8":
             notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
@@ -174,7 +190,7 @@ def convert(job: Job) -> Converted:
             details["flex_ops"] = flex
             notes.append(f"uses {len(flex)} Flex (TF Select) op(s), allowed by allow_flex: {', '.join(flex)}; the "
                          "app must link the Flex delegate")
-        return Converted(job.target.path, route=route, attempts=attempts, notes=notes, details=details)
+        return Converted(conversion.target.path, route=route, attempts=attempts, notes=notes, details=details)
     raise RoutesFailed("no TFLite route converted", attempts)
 
 
@@ -323,7 +339,7 @@ def flex_ops(flatbuffer: bytes) -> list[str]:
     return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
 
 
-def _guarded_int8(job: Job, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
+def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
     """Full int8 but the layers the guard keeps float (`zoo.formats.ptq.budget`), quantized by the converter's
     own quantizer with those layers' ops denylisted (`zoo.formats.ptq.tflite_denylist`)."""
     import os
@@ -331,11 +347,11 @@ def _guarded_int8(job: Job, float_model: bytes, int8_converter, example_shape) -
     from zoo.formats.ptq import budget
     from zoo.formats.ptq.tflite_denylist import DenylistQuantizer
 
-    model = job.keras_model()
+    model = conversion.keras_model()
     outputs = [t._keras_history.operation.name for t in model.outputs]
     selective = DenylistQuantizer(int8_converter, output_layers=outputs)
     layers = [layer for layer in budget.quantizable_layers(model) if selective.nodes_of(layer)]
-    scratch = os.path.join(job.work_dir, f"budget_tflite_{os.getpid()}")
+    scratch = os.path.join(conversion.work_dir, f"budget_tflite_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.tflite")
     with open(float_path, "wb") as f:
@@ -348,7 +364,7 @@ def _guarded_int8(job: Job, float_model: bytes, int8_converter, example_shape) -
             f.write(selective.quantize(exclude=exclude, only=only))
         return path
 
-    result = budget.run(job, layers, quantize, float_path, open_runner)
+    result = budget.run(conversion, layers, quantize, float_path, open_runner)
     with open(result.chosen.path, "rb") as f:
         return f.read(), result.details
 
@@ -401,7 +417,9 @@ class TFLiteRunner(Runner):
         self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
         self._ins = self._runner.get_input_details()
         self._outs = self._runner.get_output_details()
-        self.input_names = list(self._ins)
+        # int8 I/O tensors are (de)quantized here: the spec declares the float they take and return
+        self.inputs = tuple(_spec(name, d) for name, d in self._ins.items())
+        self.outputs = tuple(_spec(name, d) for name, d in self._outs.items())
         first = next(iter(self._ins.values()))["shape_signature"]
         self.fixed_batch = int(first[0]) if len(first) and first[0] > 0 else None
 
@@ -432,14 +450,17 @@ class TFLiteRunner(Runner):
         return predict_in_chunks(self._invoke, self.named(x), self.fixed_batch or 256)
 
 
+def _spec(name: str, detail: dict):
+    dtype = np.float32 if detail["dtype"] == np.int8 else detail["dtype"]
+    return tensor_info(name, detail["shape_signature"], dtype)
+
+
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLiteRunner:
-    """A runner with XNNPACK, prepared on `example` (one batch); TFLite's own kernels where XNNPACK cannot run it.
-    A model with Flex ops (allow_flex) cannot run here: `CannotVerify`."""
+    """A runner with XNNPACK, prepared on `example` (one batch; default zeros shaped as its inputs); TFLite's
+    own kernels where XNNPACK cannot run it. A model with Flex ops (allow_flex) cannot run here: `CannotVerify`."""
     runner = TFLiteRunner(path, num_threads=threads)
-    if example is None:
-        return runner
     try:
-        runner.predict(example)
+        runner.predict(runner.example() if example is None else example)
         return runner
     except RuntimeError as e:
         if FLEX_PREFIX in str(e):
@@ -453,3 +474,99 @@ def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLite
         runner = TFLiteRunner(path, xnnpack=False, num_threads=threads)
         runner.runtime += f"; XNNPACK failed to prepare: {str(e).splitlines()[0][:120]}"
         return runner
+
+
+# ----------------------------------------------------------------------------- on disk: recognised, metadata, scan
+
+IDENTIFIER = b"TFL3"  # schema.fbs: file_identifier
+
+
+def recognise(path: Path) -> bool:
+    return path.is_file() and head(path)[4:8] == IDENTIFIER
+
+
+def write_metadata(path: Path, text: str) -> None:
+    """A flatbuffer `metadata` entry named `zoo_metadata` pointing at a buffer holding the JSON (replacing an
+    earlier one), the flatbuffer rewritten whole."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    from zoo.formats.metadata import KEY
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    model.metadata = [m for m in (model.metadata or []) if m.name.decode() != KEY]
+    buffer = schema.BufferT()
+    buffer.data = list(text.encode())
+    model.buffers.append(buffer)
+    entry = schema.MetadataT()
+    entry.name = KEY
+    entry.buffer = len(model.buffers) - 1
+    model.metadata.append(entry)
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=IDENTIFIER)
+    replace_file(path, bytes(builder.Output()))
+
+
+def read_metadata(path: Path) -> str | None:
+    from ai_edge_litert import schema_py_generated as schema
+
+    from zoo.formats.metadata import KEY
+
+    model = schema.Model.GetRootAs(path.read_bytes(), 0)
+    for i in range(model.MetadataLength()):
+        entry = model.Metadata(i)
+        if entry.Name().decode() == KEY:
+            return model.Buffers(entry.Buffer()).DataAsNumpy().tobytes().decode()
+    return None
+
+
+def _entry(builtin: int, custom: str | None, schema):
+    """(unsafe table entry, op name, why) for one operator code, or None."""
+    ops = schema.BuiltinOperator
+    if builtin == ops.STABLEHLO_CUSTOM_CALL:
+        return CUSTOM_TFLITE_OP, "STABLEHLO_CUSTOM_CALL", "calls a custom-call target outside TFLite"
+    if builtin != ops.CUSTOM:
+        return None
+    code = custom or ""
+    if code.startswith(FLEX_PREFIX):
+        tf_op = TF_OPS.get(code[len(FLEX_PREFIX):])
+        return (tf_op, code, f"Flex op running TensorFlow's {tf_op.name}: {tf_op.why}") if tf_op else None
+    if code in TFLITE_RUNTIME_CUSTOM_OPS:
+        return None
+    return CUSTOM_TFLITE_OP, code or "<unnamed custom op>", None
+
+
+def scan(path: Path):
+    from ai_edge_litert import schema_py_generated as schema
+
+    data = path.read_bytes()
+    if data[4:8] != IDENTIFIER:
+        raise ArtifactError(f"{path} is not a TFLite flatbuffer (no {IDENTIFIER.decode()} identifier).")
+    try:
+        model = schema.Model.GetRootAs(data, 0)
+        codes = []
+        for i in range(model.OperatorCodesLength()):
+            oc = model.OperatorCodes(i)
+            builtin = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())  # schema.fbs: the larger one is valid
+            custom = oc.CustomCode()
+            codes.append(_entry(builtin, custom.decode("utf-8", "replace") if custom else None, schema))
+        findings, scanned = [], 0
+        for s in range(model.SubgraphsLength()):
+            sub = model.Subgraphs(s)
+            name = (sub.Name() or b"").decode("utf-8", "replace")
+            counts, first = collections.Counter(), {}
+            for o in range(sub.OperatorsLength()):
+                scanned += 1
+                index = sub.Operators(o).OpcodeIndex()
+                if index >= len(codes):
+                    raise ArtifactError(f"{path}: operator {o} of subgraph {s} names opcode {index} of {len(codes)}.")
+                if codes[index]:
+                    counts[index] += 1
+                    first.setdefault(index, o)
+            for index, count in counts.items():
+                entry, op, why = codes[index]
+                where = f"subgraph {s}" + (f" '{name}'" if name else "") + f", operator {first[index]}"
+                findings.append(Finding.of(entry, where, op=op, why=why, count=count))
+    except (IndexError, ValueError, UnicodeDecodeError) as e:  # a truncated or corrupt flatbuffer
+        raise ArtifactError(f"{path} is a corrupt TFLite flatbuffer: {type(e).__name__}: {e}") from None
+    return findings, scanned

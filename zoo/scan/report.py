@@ -1,17 +1,12 @@
-"""What a scan found: typed findings, the report, and the errors that refuse an artifact."""
+"""What a scan found: the report of one artifact, and the error that refuses it."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-from zoo.formats.unsafe import Capability, UnsafeOp
 from zoo.errors import ZooError
-
-
-class ArtifactError(ZooError, ValueError):
-    """A path that is not a model artifact zoo can read or open (missing, unknown kind, corrupt), saying what
-    was found there; raised by the scanner and by `zoo.artifacts.load` alike."""
+from zoo.formats.unsafe import Finding
 
 
 class UnsafeArtifactError(ZooError, PermissionError):
@@ -23,31 +18,6 @@ class UnsafeArtifactError(ZooError, PermissionError):
 
     def __str__(self) -> str:
         return self.args[0]
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One unsafe op (or Keras object) in one place of the artifact.
-
-    `op` is the name as the artifact spells it ("ReadFile", "FlexWriteFile", "my.domain.Gelu",
-    "Lambda"): the name `--allow-unsafe-ops` accepts. `location` says where: the function,
-    layer, subgraph or node that holds it. `count` is how many nodes there use it.
-    """
-
-    op: str
-    capability: Capability
-    location: str
-    why: str
-    count: int = 1
-
-    @classmethod
-    def of(cls, entry: UnsafeOp, location: str, op: str | None = None, why: str | None = None,
-           count: int = 1) -> "Finding":
-        return cls(op or entry.name, entry.capability, location, why or entry.why, count)
-
-    def to_dict(self) -> dict:
-        return {"op": self.op, "capability": str(self.capability), "location": self.location, "why": self.why,
-                "count": self.count}
 
 
 @dataclasses.dataclass

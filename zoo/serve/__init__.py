@@ -1,9 +1,12 @@
-"""TF Serving: the model directory layout, warmup records, `models.config` and the docker
-command for production, plus a local TF Serving-compatible server and a client for
-development and tests.
+"""Serve: SavedModels over TF Serving's REST and gRPC APIs: `models.config` and the docker command for
+production, plus a local TF Serving-compatible server and a client for development and tests.
 
-- `layout.py`: `publish` (atomic integer versions) and `versions`.
-- `warmup.py`: `assets.extra/tf_serving_warmup_requests` (PredictionLog records).
+What it is for: `zoo serve`, `zoo.serve.Server`, `zoo.serve.Client`. What it may import: zoo.formats (the
+SavedModel format and TF Serving's conventions, `zoo.formats.tf_serving`: the version layout, warmup
+records, signature names), zoo.scan (every version is scanned before it loads), zoo.core, zoo.errors.
+
+- `zoo.formats.tf_serving`: `publish` (atomic integer versions), `versions`, warmup records
+  (`assets.extra/tf_serving_warmup_requests`), re-exported here.
 - `config.py`: `models.config` (`write_config`) and `docker_command`.
 - `store.py`: the served versions, kept in step with the directory by polling; each scanned
   (`zoo.scan`) before it loads.
@@ -25,8 +28,8 @@ _EXPORTS = {
     **dict.fromkeys(("build_config", "docker_command", "model_names", "parse_labels", "read_config", "write_config"),
                     "zoo.serve.config"),
     **dict.fromkeys(("ModelDirError", "ServingError"), "zoo.serve.errors"),
-    **dict.fromkeys(("prune", "publish", "versions"), "zoo.formats.saved_model_versions"),
-    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.formats.saved_model_warmup"),
+    **dict.fromkeys(("prune", "publish", "versions"), "zoo.formats.tf_serving"),
+    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.formats.tf_serving"),
     "Client": "zoo.serve.client",
     "Server": "zoo.serve.server",
     "ModelStore": "zoo.serve.store",

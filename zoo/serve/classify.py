@@ -1,6 +1,6 @@
 """TF Serving's Classify API (`tensorflow_serving/apis/classification.proto`) over a classify signature.
 
-A classifier exported by zoo carries one (`zoo.formats.signature.classify_fn`): serialized
+A classifier exported by zoo carries one (`zoo.formats.saved_model.classify_fn`): serialized
 `tf.Example`s in (`inputs`), `classes` (the class names) and `scores` out, method name
 `tensorflow/serving/classify`. This module answers a `ClassificationRequest` with it as TF Serving
 does (`tensorflow_serving/servables/tensorflow/classifier.cc`, `util.cc`):
@@ -26,7 +26,7 @@ import numpy as np
 from tensorflow_serving.apis import classification_pb2
 
 from zoo.serve.errors import invalid
-from zoo.formats.signature import CLASSIFY_INPUT, CLASSIFY_METHOD, SERVING_SIGNATURE
+from zoo.formats.tf_serving import CLASSIFY_INPUT, CLASSIFY_METHOD, SERVING_SIGNATURE
 
 
 def examples(input_proto) -> list:

@@ -17,7 +17,7 @@ import urllib.parse
 import numpy as np
 
 from zoo.serve.errors import HTTP_STATUS, ServingError
-from zoo.formats.signature import CLASSIFY_SIGNATURE, SERVING_SIGNATURE
+from zoo.formats.tf_serving import CLASSIFY_SIGNATURE, SERVING_SIGNATURE
 
 
 class Client:

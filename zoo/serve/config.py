@@ -17,7 +17,7 @@ from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
 from zoo.serve.errors import ModelDirError
-from zoo.formats.saved_model_versions import versions
+from zoo.formats.tf_serving import versions
 from zoo.errors import UnknownNameError
 from zoo.fileio import atomic_write_text
 

@@ -37,7 +37,7 @@ from zoo.serve.errors import ServingError, runtime_error
 from zoo.serve.limits import Admission, Limits
 from zoo.serve.metadata import metadata_response
 from zoo.serve.store import ModelStore
-from zoo.formats.signature import SERVING_SIGNATURE
+from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 log = logging.getLogger("zoo.serving")
 

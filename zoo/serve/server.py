@@ -61,14 +61,14 @@ class Server:
         limits: request size, JSON depth, concurrency, queue, deadline, non-finite inputs
             (`zoo.serve.limits.Limits`); any of its fields may also be given as a keyword,
             e.g. `Server(base, max_request_bytes=2**20)`.
-        allow_unsafe_ops: ops `zoo scan` reported that the user accepts; a version holding any
-            other is refused (`ModelStore`).
+        trust: what the user accepts of what `zoo scan` reports (`zoo.formats.unsafe.Trust`); a version
+            holding any other op is refused (`ModelStore`).
     """
 
     def __init__(self, base_dir="saved_models", *, host: str = DEFAULT_HOST, rest_port: int = DEFAULT_REST_PORT,
                  grpc_port: int = DEFAULT_GRPC_PORT, poll_s: float = 1.0, batching: bool = False,
                  max_batch_size: int = 64, models=None, labels=None, limits: Limits | None = None,
-                 allow_unsafe_ops=(), **limit_overrides):
+                 trust=None, **limit_overrides):
         fields = {f.name for f in dataclasses.fields(Limits)}
         for key in limit_overrides:
             if key not in fields:
@@ -77,7 +77,7 @@ class Server:
         self.admission = Admission(self.limits.max_concurrent_requests, self.limits.max_queued_requests)
         self.batcher = Batcher(max_batch_size=max_batch_size) if batching else None
         self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher,
-                                allow_unsafe_ops=allow_unsafe_ops)
+                                trust=trust)
         self.host = host
         self.rest_port, self.grpc_port = rest_port, grpc_port
         self._grpc = self._uvicorn = self._thread = None

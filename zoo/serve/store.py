@@ -33,9 +33,7 @@ from zoo import scan
 from zoo.serve import codec
 from zoo.serve.config import CONFIG_FILE, model_names, read_config
 from zoo.serve.errors import ModelDirError, ServingError, invalid, not_found
-from zoo.formats.saved_model_versions import versions
-from zoo.formats.saved_model_warmup import read_warmup
-from zoo.formats.signature import SERVING_SIGNATURE
+from zoo.formats.tf_serving import SERVING_SIGNATURE, read_warmup, versions
 from zoo.errors import UnknownNameError, suggest
 
 log = logging.getLogger("zoo.serving")
@@ -106,11 +104,11 @@ class ModelStore:
         poll_s: seconds between scans of the directory; 0 scans only on `refresh()`.
         runner: calls `runner(servable, signature_name, inputs, output_filter)` instead of
             `servable.run(...)`, e.g. a `Batcher`.
-        allow_unsafe_ops: op names `zoo scan` reports that the user reviewed and accepts.
+        trust: what the user accepts of what `zoo scan` reports (`zoo.formats.unsafe.Trust`).
     """
 
     def __init__(self, base_dir, models=None, *, labels=None, poll_s: float = 1.0, runner=None,
-                 allow_unsafe_ops=()):
+                 trust=None):
         self.base_dir = Path(base_dir)
         if not self.base_dir.is_dir():
             raise ModelDirError(f"Model base directory {str(self.base_dir)!r} does not exist.")
@@ -123,7 +121,7 @@ class ModelStore:
         self._labels = {m: dict(v) for m, v in (labels or {}).items()}
         self.poll_s = poll_s
         self.runner = runner
-        self.allow_unsafe_ops = scan.parse_allow(allow_unsafe_ops)
+        self.trust = scan.Trust.of(trust)
         self._servables: dict[str, dict[int, Servable]] = {}
         self._failed: dict[tuple[str, int], str] = {}
         self._refused: dict[tuple[str, int], scan.UnsafeArtifactError] = {}
@@ -169,7 +167,7 @@ class ModelStore:
                         continue
                     path = self.base_dir / name / str(version)
                     try:
-                        refused = scan.refusal(scan.scan(path), self.allow_unsafe_ops)
+                        refused = scan.refusal(scan.scan(path), self.trust)
                     except scan.ArtifactError:
                         refused = None  # not a readable SavedModel: loading reports why
                     if refused is not None:

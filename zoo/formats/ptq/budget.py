@@ -255,11 +255,11 @@ def accuracy(runner, x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.argmax(first, axis=-1) == y))
 
 
-def validation(job, goal: Goal) -> tuple[np.ndarray, np.ndarray | None]:
-    """(inputs, labels) the guard measures on: the job's validation data; labels only for accuracy."""
-    x, y = job.single_input("val_x"), job.array("val_y")
+def validation(conversion, goal: Goal) -> tuple[np.ndarray, np.ndarray | None]:
+    """(inputs, labels) the guard measures on: the export's validation data; labels only for accuracy."""
+    x, y = conversion.single_input("validation"), conversion.labels("validation")
     if x is None or (goal.metric == "accuracy" and y is None):
-        needed = "labelled validation_data" if goal.metric == "accuracy" else "validation_data (inputs)"
+        needed = "labelled validation data" if goal.metric == "accuracy" else "validation data (inputs)"
         raise ValueError(f"{goal.option} needs {needed} (the CLI draws it from --val-split).")
     check_inputs(goal, len(x))
     return np.asarray(x), None if y is None else np.asarray(y)
@@ -277,19 +277,19 @@ def check_inputs(goal: Goal, n: int) -> None:
                          f"lower end is {100 * n / (n + 1.96 ** 2):.1f}%).")
 
 
-def run(job, layers: Sequence[str], quantize: Callable[..., str], float_path: str, open_runner,
+def run(conversion, layers: Sequence[str], quantize: Callable[..., str], float_path: str, open_runner,
         latency_runs: int = 50) -> BudgetResult:
     """`search` for an export job: guard, validation data and runtime from the job, costs measured.
 
-    `job` is the export's `zoo.formats.base.Job` (its `val_x`/`val_y` arrays and the target's
+    `conversion` is the export's `zoo.formats.conversion.Conversion` (its validation data and the target's
     `max_accuracy_drop` or `min_agreement`); `open_runner(path, example=...)` opens an artifact in the
     format's runtime. Agreement is with the float artifact in the same runtime, and the search holds
     its 95% lower bound to the minimum (the float artifact's is 1: it is the reference). The result's
     `details` carry what the report shows: the float layers, every layer's sensitivity and the size
     and batch-1 latency of the float, full-int8 and chosen artifacts.
     """
-    goal = Goal.of(job.target.options)
-    x, y = validation(job, goal)
+    goal = Goal.of(conversion.options)
+    x, y = validation(conversion, goal)
 
     def outputs(path):
         return next(iter(open_runner(path, example=x[:1]).predict(x).values()))

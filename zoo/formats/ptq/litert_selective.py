@@ -23,7 +23,8 @@ import re
 
 import numpy as np
 
-SIGNATURE_KEY = "serving_default"
+from zoo.formats.tf_serving import SERVING_SIGNATURE
+
 A8W8 = {
     "activation_tensor_config": {"num_bits": 8, "symmetric": False, "granularity": "TENSORWISE", "dtype": "INT"},
     "weight_tensor_config": {"num_bits": 8, "symmetric": True, "granularity": "CHANNELWISE", "dtype": "INT"},
@@ -80,12 +81,12 @@ class SelectiveQuantizer:
         from ai_edge_quantizer import quantizer
 
         self.float_model = bytes(float_model)
-        runner = Interpreter(model_content=self.float_model).get_signature_runner(SIGNATURE_KEY)
+        runner = Interpreter(model_content=self.float_model).get_signature_runner(SERVING_SIGNATURE)
         (self.input_name,) = runner.get_input_details()
         calibrator = quantizer.Quantizer(self.float_model)
         calibrator.load_quantization_recipe(recipe())
         samples = [{self.input_name: np.asarray(x[None], np.float32)} for x in calibration_x]
-        self.calibration = calibrator.calibrate({SIGNATURE_KEY: samples})
+        self.calibration = calibrator.calibrate({SERVING_SIGNATURE: samples})
 
     def quantize(self, exclude=(), only=None) -> bytes:
         from ai_edge_quantizer import quantizer

@@ -1,10 +1,12 @@
-"""The one table of what a model artifact may hold that reaches outside the model.
+"""The one table of what a model artifact may hold that reaches outside the model, what a scan finds
+(`Finding`), and what a user accepts of it (`Trust`).
 
-Every reader in this package reports against this table: a TensorFlow op (in a
-SavedModel's graph and function library, a TF.js graph model, or a TFLite Flex op),
-a Keras object (in a `.keras`, `.h5` or TF.js layers model), and the rules for
-custom ops (ONNX domains, TFLite custom codes, namespaced TF ops) and custom Keras
-classes, which run code the artifact names but does not contain.
+Every format module's `scan` reports against this table: a TensorFlow op (in a SavedModel's
+graph and function library, a TF.js graph model, or a TFLite Flex op), a Keras object (in a
+`.keras`, `.h5` or TF.js layers model), and the rules for custom ops (ONNX domains, TFLite
+custom codes, OpenVINO extension ops, namespaced TF ops) and custom Keras classes, which run code
+the artifact names but does not contain. `graph.py` (GraphDefs) and `keras_config.py` (Keras
+configs) are the readers several formats share; `zoo.scan` is the product that runs them.
 
 A SavedModel is a program: TF Serving, `tf.saved_model.load` and every converter
 run its ops without asking (TensorFlow's SECURITY.md, "Untrusted models"). ModelScan
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+
+from zoo.errors import ZooError
 
 
 class Capability(str, enum.Enum):
@@ -205,8 +209,80 @@ CUSTOM_ONNX_OP = UnsafeOp("custom ONNX op", CODE, "an operator from a non-standa
                           "(native code) must be loaded to run it")
 EXTERNAL_DATA = UnsafeOp("external data", FS, "tensor data read from a file outside the model's folder")
 
+# OpenVINO IR layers whose `version` is a standard opset (`opset1` ... `opsetN`) run OpenVINO's own kernels;
+# any other version names an extension (`ov::Extension`, `core.add_extension`): a library of native code.
+OPENVINO_STANDARD_VERSION = "opset"
+CUSTOM_OPENVINO_OP = UnsafeOp("custom OpenVINO op", CODE, "an operation from an extension, not a standard opset: "
+                              "native code the application must load (core.add_extension) to run it")
+
 
 def all_names() -> list[str]:
     """Every name the table declares (for suggestions in allow lists)."""
     return sorted({*TF_OPS, *KERAS_OBJECTS, CUSTOM_TF_OP.name, CUSTOM_KERAS_CLASS.name, CUSTOM_TFLITE_OP.name,
-                   CUSTOM_ONNX_OP.name, EXTERNAL_DATA.name})
+                   CUSTOM_ONNX_OP.name, CUSTOM_OPENVINO_OP.name, EXTERNAL_DATA.name})
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One unsafe op (or Keras object) in one place of the artifact.
+
+    `op` is the name as the artifact spells it ("ReadFile", "FlexWriteFile", "my.domain.Gelu",
+    "Lambda"): the name `--allow-unsafe-ops` accepts. `location` says where: the function,
+    layer, subgraph or node that holds it. `count` is how many nodes there use it.
+    """
+
+    op: str
+    capability: Capability
+    location: str
+    why: str
+    count: int = 1
+
+    @classmethod
+    def of(cls, entry: UnsafeOp, location: str, op: str | None = None, why: str | None = None,
+           count: int = 1) -> "Finding":
+        return cls(op or entry.name, entry.capability, location, why or entry.why, count)
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "capability": str(self.capability), "location": self.location, "why": self.why,
+                "count": self.count}
+
+
+class AllowListError(ZooError, ValueError):
+    """An `--allow-unsafe-ops` list that is not a list of exact op names."""
+
+
+_WILDCARDS = {"*", "all", "any", "everything", "true", "yes"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Trust:
+    """What the user accepts of what `zoo scan` reports, for every command that opens a user's artifact.
+
+    `allow_unsafe_ops`: the exact op names the user reviewed and accepts ("ReadFile,PyFunc" or an
+    iterable; the CLI's `--allow-unsafe-ops`); a wildcard is refused, since accepting an op is a
+    decision about that op, made after reading the scan. `unsafe_deserialization`: load `.keras` files
+    with Keras's safe_mode off, so Lambda bytecode in them runs (`--unsafe-deserialization`).
+    """
+
+    allow_unsafe_ops: tuple[str, ...] = ()
+    unsafe_deserialization: bool = False
+
+    def __post_init__(self):
+        allow = self.allow_unsafe_ops
+        items = allow.split(",") if isinstance(allow, str) else list(allow or ())
+        names = tuple(str(i).strip() for i in items if str(i).strip())
+        for name in names:
+            if name.lower() in _WILDCARDS or any(c in name for c in "*?["):
+                raise AllowListError(f"--allow-unsafe-ops takes exact op names, not {name!r}: list the ops `zoo scan` "
+                                     "reported that you reviewed, e.g. --allow-unsafe-ops ReadFile,EagerPyFunc.")
+        object.__setattr__(self, "allow_unsafe_ops", names)
+        if not isinstance(self.unsafe_deserialization, bool):
+            raise ValueError(f"unsafe_deserialization must be True or False. Received: "
+                             f"unsafe_deserialization={self.unsafe_deserialization!r}")
+
+    @classmethod
+    def of(cls, trust) -> "Trust":
+        """`trust` as a `Trust`: one already, None (nothing accepted), or an allow list."""
+        if isinstance(trust, Trust):
+            return trust
+        return cls() if trust is None else cls(trust)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import collections
 
-from zoo.scan.report import Finding
-from zoo.formats.unsafe import CUSTOM_TF_OP, TF_OPS
+from zoo.formats.unsafe import CUSTOM_TF_OP, TF_OPS, Finding
 
 
 def _called(node, functions) -> list[str]:

@@ -19,8 +19,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from zoo.scan.report import Finding
-from zoo.formats.unsafe import CUSTOM_KERAS_CLASS, KERAS_OBJECTS
+from zoo.formats.unsafe import CUSTOM_KERAS_CLASS, KERAS_OBJECTS, Finding
 
 TRUSTED_PACKAGES = ("keras", "keras_hub", "keras_cv", "keras_nlp")
 # Values, not classes, in Keras configs (Keras 3: serialization_lib.serialize_keras_object; Keras 2 / tf_keras:
