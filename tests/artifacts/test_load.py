@@ -15,7 +15,7 @@ from zoo.formats import metadata
 from zoo.artifacts.artifact import ArtifactError
 
 CLASSES = ["cat", "dog", "bird"]
-FORMATS = ["saved_model", "tflite", "tfjs", "onnx"] + ([] if zoo.formats.FORMATS["openvino"].missing else ["openvino"])
+FORMATS = list(zoo.formats.DEFAULT_FORMATS)  # every format of the list whose runtime is installed
 
 
 def _classifier():
@@ -38,10 +38,16 @@ def exported(tmp_path_factory):
 
 
 def test_class_names_and_input_meaning_come_back_from_every_artifact(exported):
+    """Every format of the list, found by its layout, scanned clean, opened with its metadata, predicting as Keras."""
+    import zoo.scan
+
     model, x, report = exported
     expected = model.predict(x, verbose=0)
     for result in report.results:
+        assert zoo.formats.detect(result.path).name == result.format
+        assert zoo.scan.scan(result.path).clean, result.format
         artifact = zoo.artifacts.load(result.path)
+        assert artifact.kind == result.format and artifact.runner.inputs[0].shape == (8, 8, 3)
         meta = artifact.metadata
         assert meta is not None, result.format
         assert meta.task == "classification" and meta.class_names == tuple(CLASSES), (result.format, meta)
