@@ -29,7 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 from zoo.errors import ZooError
-from zoo.formats import KINDS, detect
+from zoo.formats import KINDS, detect, expected_text
 from zoo.formats.base import DEFAULT_THREADS, ArtifactError
 from zoo.formats.metadata import ModelMetadata
 from zoo.formats.unsafe import Trust
@@ -104,12 +104,7 @@ def resolve(path) -> tuple[Path, str]:
     found = sorted(p.name for p in path.iterdir() if _is_artifact(p) or p.name == "saved_model")
     hint = f" It holds {', '.join(found)}: name one of them." if found else ""
     raise ArtifactError(f"{path} is not a run directory ({' or '.join(RUN_DIR_MODELS)}), a base directory of "
-                        f"numbered SavedModel versions, or an artifact: {expected()}.{hint}")
-
-
-def expected() -> str:
-    """The kinds of artifact a path may be, for errors and help."""
-    return "; ".join(k.layout for k in KINDS.values())
+                        f"numbered SavedModel versions, or an artifact ({expected_text()}).{hint}")
 
 
 def _is_artifact(path: Path) -> bool:
