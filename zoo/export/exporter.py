@@ -24,7 +24,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.export.isolation import ConversionProcess, InProcess
 from zoo.export.planner import (PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
-                             own_parameters, plan)
+                                own_parameters, plan)
 from zoo.export.report import ExportReport
 from zoo.export.results import ArtifactResult, KerasReference
 from zoo.fileio import TMP_PREFIX

@@ -12,10 +12,10 @@ import datetime
 import json
 from pathlib import Path
 
-from zoo.formats import DEFAULT_FORMATS, FORMATS
 from zoo.export.isolation import ConversionProcess
 from zoo.export.results import EXPORT_FAILED, PASSED
 from zoo.fileio import atomic_write_text, ensure_dir
+from zoo.formats import DEFAULT_FORMATS, FORMATS
 
 RESULTS_PATH = Path(__file__).with_name("export_matrix.json")
 

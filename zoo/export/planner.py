@@ -33,9 +33,9 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.export.data import ExportData
 from zoo.fileio import TMP_PREFIX, ensure_dir
-from zoo.formats import DEFAULT_FORMATS, OptionError, option_owners, parse_formats, resolve_options
+from zoo.formats import DEFAULT_FORMATS, OptionError
 from zoo.formats import inputs as inputs_lib
-from zoo.formats import model_io
+from zoo.formats import model_io, option_owners, parse_formats, resolve_options
 from zoo.formats.base import INT8_GUARDS, Format, Target
 from zoo.formats.inputs import DataShapeError
 from zoo.formats.metadata import ModelMetadata

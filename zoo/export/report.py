@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from zoo.export.results import (EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED, STATUSES, ArtifactResult,
-                                 KerasReference)
+                                KerasReference)
 from zoo.export.verify import CRITERIA
 from zoo.fileio import atomic_write_text
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from zoo.formats.base import Attempt
 from zoo.export.verify import Verification
+from zoo.formats.base import Attempt
 
 PASSED = "passed"
 EXPORTED = "exported"  # converted, verification not requested

@@ -24,8 +24,8 @@ import numpy as np
 
 from zoo.core.options import BOOL, Option
 from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH,
-                               ArtifactError, Attempt, CannotVerify, Converted, Format, RoutesFailed, Runner,
-                               atomic_output, head, predict_in_chunks, replace_file, tensor_info, unrolled_note)
+                              ArtifactError, Attempt, CannotVerify, Converted, Format, RoutesFailed, Runner,
+                              atomic_output, head, predict_in_chunks, replace_file, tensor_info, unrolled_note)
 from zoo.formats.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
 from zoo.formats.ptq.budget import Goal
 from zoo.formats.tf_serving import SERVING_SIGNATURE

@@ -30,11 +30,11 @@ from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_status_pb2
 
 from zoo import scan
+from zoo.errors import UnknownNameError, suggest
+from zoo.formats.tf_serving import SERVING_SIGNATURE, read_warmup, versions
 from zoo.serve import codec
 from zoo.serve.config import CONFIG_FILE, model_names, read_config
 from zoo.serve.errors import ModelDirError, ServingError, invalid, not_found
-from zoo.formats.tf_serving import SERVING_SIGNATURE, read_warmup, versions
-from zoo.errors import UnknownNameError, suggest
 
 log = logging.getLogger("zoo.serving")
 
