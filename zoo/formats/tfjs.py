@@ -30,8 +30,12 @@ from zoo.core.options import Option
 from zoo.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, TEST, ArtifactError, Attempt, Converted, Format,
                               RoutesFailed, Runner, atomic_output, replace_file, tensor_info, unrolled_note)
 from zoo.formats.tf_serving import SERVING_SIGNATURE, SERVING_TAG
-from zoo.formats.tfjs_page import PAGE_FILES
 from zoo.formats.unsafe import EXTERNAL_DATA, Capability, Finding
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+PAGE = JS_DIR / "page" / "index.html"  # the web page beside every graph model (zoo.formats.tfjs_page serves it)
+TFJS_BUNDLE = JS_DIR / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"
+PAGE_FILES = ("index.html", "tf.min.js")  # not part of the model: left out of the artifact's size
 
 # weight storage (one graph model each) -> tolerance class
 PRECISIONS = {"float32": "float32", "float16": "float16", "uint16": "float16", "uint8": "int8"}
@@ -61,7 +65,6 @@ FORMAT = Format(
     ),
 )
 
-JS_DIR = Path(__file__).resolve().parent / "js"
 RUNNER_JS = JS_DIR / "run_tfjs.js"
 CHECK_EXAMPLES = 2  # examples the runtime check of a route runs
 
@@ -103,9 +106,7 @@ def convert(conversion) -> Converted:
                         notes.append("control flow v2")
                 if route != candidates[-1]:  # the last route is checked by verification alone
                     notes += _runtime_check(tmp, conversion)
-                from zoo.formats import tfjs_page
-
-                notes += tfjs_page.write(tmp)  # index.html + tf.min.js beside model.json
+                notes += write_page(tmp)  # index.html + tf.min.js beside model.json
         except UnsupportedOpsError:
             raise  # ops tfjs lacks: no route removes them
         except Exception as e:  # try the next route; the report keeps why this one failed
@@ -117,6 +118,17 @@ def convert(conversion) -> Converted:
             notes.append(f"weights stored as {weights}")
         return Converted(conversion.target.path, route=route, attempts=attempts, notes=notes)
     raise RoutesFailed("no TF.js route worked", attempts)
+
+
+def write_page(folder) -> list[str]:
+    """Writes the web page beside the graph model in `folder`; returns notes (e.g. why tfjs is missing)."""
+    folder = Path(folder)
+    shutil.copyfile(PAGE, folder / "index.html")
+    if not TFJS_BUNDLE.is_file():
+        return [f"index.html written without tf.min.js: @tensorflow/tfjs is not installed ({TFJS_BUNDLE.parent.parent} "
+                "missing; run `npm install` in zoo/formats/js)"]
+    shutil.copyfile(TFJS_BUNDLE, folder / "tf.min.js")
+    return ["index.html + tf.min.js: `zoo predict --serve-page` serves the page"]
 
 
 def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool, layers: dict) -> list[str]:

@@ -1,4 +1,5 @@
-"""The TF.js artifact's web page: ``index.html`` and ``tf.min.js`` beside ``model.json``, served on loopback.
+"""The TF.js artifact's web page (``index.html`` and ``tf.min.js`` beside ``model.json``, written by the tfjs
+format's `write_page`), served on loopback.
 
     zoo export model.keras --formats tfjs          # exports/<model>/tfjs_float32/{model.json, index.html, tf.min.js}
     zoo predict --serve-page exports/<model>/tfjs_float32    # http://127.0.0.1:PORT/ until Ctrl-C
@@ -19,25 +20,12 @@ from __future__ import annotations
 
 import http.server
 import json
-import shutil
 import threading
 from pathlib import Path
 
-PAGE = Path(__file__).resolve().parent / "js" / "page" / "index.html"
-TFJS_BUNDLE = Path(__file__).resolve().parent / "js" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"
-PAGE_FILES = ("index.html", "tf.min.js")  # not part of the model: left out of the artifact's size
+from zoo.formats.tfjs import PAGE, PAGE_FILES, TFJS_BUNDLE, write_page  # noqa: F401  (written by the tfjs format)
+
 MAX_RESULTS_BYTES = 64 * 1024 * 1024
-
-
-def write(folder) -> list[str]:
-    """Writes the page beside the graph model in `folder`; returns notes (e.g. why tfjs is missing)."""
-    folder = Path(folder)
-    shutil.copyfile(PAGE, folder / "index.html")
-    if not TFJS_BUNDLE.is_file():
-        return [f"index.html written without tf.min.js: @tensorflow/tfjs is not installed ({TFJS_BUNDLE.parent.parent} "
-                "missing; run `npm install` in zoo/formats/js)"]
-    shutil.copyfile(TFJS_BUNDLE, folder / "tf.min.js")
-    return ["index.html + tf.min.js: `zoo predict --serve-page` serves the page"]
 
 
 class PageServer(http.server.ThreadingHTTPServer):
