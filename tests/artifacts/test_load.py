@@ -10,31 +10,18 @@ import pytest
 import zoo.artifacts.artifact
 import zoo.export
 import zoo.formats
-from zoo.export import ExportData
 from zoo.formats import metadata
 from zoo.artifacts.artifact import ArtifactError
 
-CLASSES = ["cat", "dog", "bird"]
+from tests.conftest import EXPORT_CLASSES as CLASSES
+
 FORMATS = list(zoo.formats.DEFAULT_FORMATS)  # every format of the list whose runtime is installed
 
 
-def _classifier():
-    keras.utils.set_random_seed(0)
-    image = keras.Input((8, 8, 3), name="image")
-    x = keras.layers.Rescaling(1 / 255, name="rescale")(image)
-    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3, name="conv")(x))
-    return keras.Model(image, keras.layers.Dense(3, activation="softmax", name="probs")(x), name="tiny")
-
-
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("load")
-    model = _classifier()
-    x = np.random.default_rng(0).uniform(0, 255, (16, 8, 8, 3)).astype("float32")
-    report = zoo.export.export(model, out, FORMATS, data=ExportData(test=x), latency_runs=0, isolate=False,
-                               class_names=CLASSES, input_meaning={"channel_order": "RGB"})
-    assert report.ok, report.table()
-    return model, x, report
+def exported(every_format_export):
+    """The session's tiny classifier in every format (tests/conftest.py), with class names and an input meaning."""
+    return every_format_export
 
 
 def test_class_names_and_input_meaning_come_back_from_every_artifact(exported):
@@ -85,11 +72,11 @@ def test_each_format_carries_the_names_where_its_own_tools_read_them(exported):
     assert "**classes** (3): `cat`, `dog`, `bird`" in card and "**Input meaning**: images 8x8x3" in card
 
 
-def test_class_names_that_fit_no_output_are_refused_before_any_work(tmp_path):
+def test_class_names_that_fit_no_output_are_refused_before_any_work(exported, tmp_path):
     with pytest.raises(ValueError, match="4 class_names given, but no output has 4 units: probs \\(3\\)"):
-        zoo.export.export(_classifier(), tmp_path / "out", ["onnx"], class_names=["a", "b", "c", "d"])
+        zoo.export.export(exported[0], tmp_path / "out", ["onnx"], class_names=["a", "b", "c", "d"])
     with pytest.raises(ValueError, match="duplicates: \\['a'\\]"):
-        zoo.export.export(_classifier(), tmp_path / "out2", ["onnx"], class_names=["a", "b", "a"])
+        zoo.export.export(exported[0], tmp_path / "out2", ["onnx"], class_names=["a", "b", "a"])
     assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
 
 
@@ -145,11 +132,11 @@ def test_zoo_predict_reads_image_files_as_the_metadata_says(exported, tmp_path):
     np.testing.assert_allclose(got.outputs, expected, atol=1e-5)
 
 
-def test_cli_class_names_from_a_file_reach_the_artifact(tmp_path):
+def test_cli_class_names_from_a_file_reach_the_artifact(exported, tmp_path):
     from zoo import cli
 
     path = tmp_path / "tiny.keras"
-    _classifier().save(path)
+    exported[0].save(path)
     labels = tmp_path / "labels.txt"
     labels.write_text("cat\ndog\n\nbird\n")  # blank lines ignored
     assert cli.main(["export", str(path), "--formats", "onnx", "--out", str(tmp_path / "out"),
