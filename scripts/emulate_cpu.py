@@ -6,7 +6,7 @@
 
 The default CPU model, Haswell, has AVX2 and FMA but no AVX-512 and no VNNI, so onnxruntime (MLAS),
 oneDNN and XNNPACK dispatch to their AVX2 kernels as on an AVX2-only server (QEMU 7.2 emulates AVX2
-but no AVX-512). CPUID is emulated; /proc/cpuinfo is still the host's (`zoo.deploy.ptq.x86_int8`
+but no AVX-512). CPUID is emulated; /proc/cpuinfo is still the host's (`zoo.formats.ptq.x86_int8`
 reads CPUID). Child processes started through `sys.executable` (zoo's conversion process, pytest
 workers) run emulated too: a `sitecustomize` points `sys.executable` at a wrapper that starts QEMU
 again. Other programs (node for TF.js) run natively. Needs Debian's `qemu-user`
@@ -28,7 +28,7 @@ sys.executable = {wrapper!r}
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from zoo.deploy.ptq.x86_int8 import EMULATED_CPU, REAL_PYTHON, emulator_command
+    from zoo.formats.ptq.x86_int8 import EMULATED_CPU, REAL_PYTHON, emulator_command
 
     cpu = EMULATED_CPU
     if argv[:1] == ["--cpu"] and len(argv) > 1:  # the only option; everything after it goes to Python

@@ -20,7 +20,7 @@ fi
 "$VENV/bin/python" -m pip install -q -e ".$extras"
 
 # tensorflowjs without its dependencies: its declared ones (tensorflow-decision-forests, jax)
-# would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/deploy/_tfjs_shim.py
+# would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/formats/tfjs_shim.py
 # stands in for the two modules it imports but never uses on the SavedModel path.
 "$VENV/bin/python" -m pip install -q --no-deps "tensorflowjs==4.22.0"
 "$VENV/bin/python" - <<'PY'
@@ -29,14 +29,14 @@ import onnx  # noqa: F401  (fails if protobuf was downgraded)
 assert md.version("tensorflow").startswith("2.21."), f"TensorFlow changed to {md.version('tensorflow')}"
 PY
 # The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json.
-(cd zoo/deploy/js && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+(cd zoo/formats/js && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 # Headless Chromium (Debian's package) for the TF.js web page test; the test skips, saying so, without it.
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
-  apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/deploy/test_web_page.py will skip"
+  apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/artifacts/test_web_page.py will skip"
 fi
 
 if [[ "${1:-}" == "--dev" ]]; then
-  # The real mobile clients, each in a virtualenv of its own beside .venv (zoo/deploy/formats/mobile_clients.py;
+  # The real mobile clients, each in a virtualenv of its own beside .venv (zoo/formats/mobile_clients.py;
   # tests/deploy/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
   # 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4.
   for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do

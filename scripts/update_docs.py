@@ -76,27 +76,10 @@ def commands_section() -> str:
 
 
 # ----------------------------------------------------------------------------- export formats
-def formats_tables(formats) -> str:
-    """The docs' export tables, from a list of formats: one row per format (`name`, `artifact`, `description`,
-    `options`, `runtime`) and one per option (`name`, `cli`, `cli_flag`, `doc()`), with the formats taking it."""
-    rows = ["| format | artifact | options | verified in |", "|---|---|---|---|"]
-    owners: dict[str, tuple] = {}
-    for f in formats:
-        options = ", ".join(f"`{o.name}`" for o in f.options) or "none"
-        rows.append(f"| `{f.name}` | `{f.artifact}`: {_cell(f.description)} | {options} | {_cell(f.runtime)} |")
-        for o in f.options:
-            owners.setdefault(o.name, (o, []))[1].append(f.name)
-    rows += ["", "| option | flag | formats | meaning |", "|---|---|---|---|"]
-    for option, takers in owners.values():
-        flag = f"`{option.cli_flag}`" if option.cli else "Python only"
-        rows.append(f"| `{option.name}` | {flag} | {', '.join(takers)} | {_cell(option.doc())} |")
-    return "\n".join(rows) + "\n"
-
-
 def formats_section() -> str:
-    from zoo.deploy.formats import FORMATS  # the list of formats
+    from zoo.formats import markdown_table  # derived from the list of formats
 
-    return formats_tables(FORMATS.values())
+    return markdown_table().rstrip() + "\n"
 
 
 # ----------------------------------------------------------------------------- knobs and models

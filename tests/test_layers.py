@@ -5,8 +5,12 @@ or above it, not even inside a function):
 
     core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.native_logs)
     architectures | data | quantization   (side by side: none imports another)
-    deploy
-    training                        (a run exports its SavedModel through deploy)
+    formats                         (one module per format behind one protocol, and what they share)
+    scan                            (reads an artifact of any kind the formats know, as data)
+    artifacts | serve               (open and run any artifact; serve SavedModels)
+    export                          (plan, convert, verify, report; loads its model and reads your
+                                     data as artifacts does)
+    training                        (a run publishes its SavedModel)
     benchmarks
     cli
 
@@ -31,10 +35,13 @@ LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
     "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
-    "deploy": ("deploy", 2),
-    "training": ("training", 3),
-    "benchmarks": ("benchmarks", 4),
-    "cli": ("cli", 5), "__main__": ("cli", 5),
+    "formats": ("formats", 2),
+    "scan": ("scan", 3),
+    "artifacts": ("artifacts", 4), "serve": ("serve", 4),
+    "export": ("export", 5),
+    "training": ("training", 6),
+    "benchmarks": ("benchmarks", 7),
+    "cli": ("cli", 8), "__main__": ("cli", 8),
 }
 
 
@@ -194,6 +201,7 @@ def _heavy(modules) -> list[str]:
     "import zoo",
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
+    "import zoo.formats, zoo.scan, zoo.artifacts, zoo.export, zoo.serve; zoo.formats.markdown_table()",
     "import zoo.benchmarks; [zoo.benchmarks.suite_summary(m) for m in zoo.benchmarks.SUITES.values()]",
     "import zoo.architectures",
     # `zoo list` and `zoo info` read the registrations' recorded facts (zoo/architectures/catalog.json).
@@ -222,6 +230,7 @@ def test_zoo_help_does_not_import_tensorflow():
     assert _heavy(_loaded_after("import zoo.cli; zoo.cli.build_parser()")) == []
 
 
-def test_architectures_do_not_load_training_data_or_deploy():
+def test_architectures_do_not_load_training_data_or_deployment():
     loaded = _loaded_after("import zoo.architectures; zoo.architectures.list_models()")
-    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.deploy", "zoo.data", "zoo.benchmarks"))] == []
+    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.formats", "zoo.export", "zoo.artifacts", "zoo.serve",
+                                               "zoo.scan", "zoo.data", "zoo.benchmarks"))] == []

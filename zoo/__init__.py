@@ -26,8 +26,8 @@ _LAZY = {
     "register_model": "zoo.architectures",
     "UnknownNameError": "zoo.errors",
     "ZooError": "zoo.errors",
-    "predict": "zoo.deploy.predict",  # what `zoo predict` calls
-    "val": "zoo.deploy.val",  # what `zoo val` calls
+    "predict": "zoo.artifacts.predict",  # what `zoo predict` calls
+    "val": "zoo.artifacts.val",  # what `zoo val` calls
 }
 
 __all__ = sorted(_LAZY)
@@ -52,7 +52,7 @@ _KERAS_CLASSES = (
     "zoo.data.table_scaling",
     "zoo.data.raw_input",
     "zoo.quantization.layers",
-    "zoo.deploy.formats.mobile",
+    "zoo.formats.mobile",
     "zoo.core.fused_optimizers",
     "zoo.training.losses",
     "zoo.training.features.freezing",

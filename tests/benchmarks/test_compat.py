@@ -66,7 +66,7 @@ def test_every_keras_applications_family_is_in_the_default_matrix():
 
 
 def test_matrix_cells_are_every_format_in_float32_and_its_declared_int8():
-    from zoo.deploy.formats import FORMATS
+    from zoo.formats import FORMATS
 
     cells = compat.matrix_cells()
     assert [f for f, p in cells if p == "float32"] == list(FORMATS)

@@ -2,8 +2,8 @@
 backbones built from a config) x format x precision, each cell verified in its runtime.
 
 Each model is built without pretrained weights (no download here; what a converter sees is the
-graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export`
-to every format of `zoo.deploy.formats` in float32 and, where the format offers it, full int8
+graph) at a small input size where its architecture allows, and exported with `zoo.export.export`
+to every format of `zoo.formats` in float32 and, where the format offers it, full int8
 (`matrix_cells`: derived from the formats' declarations, so a new format or precision joins the
 matrix without a line here). A cell records the status, the max abs diff to Keras (float32 cells)
 or the argmax agreement (int8), the artifact size and, when it fails, the reason.
@@ -23,7 +23,7 @@ backbone has no head: its cells are float32 only.
 
 An int8 cell is plain full-int8 post-training quantization, as `precision="int8"` writes it. Where it
 misses the 99% agreement criterion, the matrix also exports what a user would run next (`remedy`):
-the same int8 with `min_agreement=99` (`zoo.deploy.ptq.budget`: the layers whose int8 moves the
+the same int8 with `min_agreement=99` (`zoo.formats.ptq.budget`: the layers whose int8 moves the
 outputs most stay float until the 95% lower bound of int8's agreement with float, measured on 1000
 validation images of their own, reaches 99%),
 verified like the cell on the evaluation images it never saw, and records it in the cell (`remedy`:
@@ -48,9 +48,9 @@ MATRIX_PRECISIONS = ("float32", "int8")  # float16 and dynamic_int8 sit between 
 
 
 def matrix_cells(precisions=MATRIX_PRECISIONS) -> tuple[tuple[str, str], ...]:
-    """(format, precision) for every format, in `zoo.deploy.formats.MODULES` order: float32, and each
+    """(format, precision) for every format, in `zoo.formats.MODULES` order: float32, and each
     other of `precisions` the format declares (`Format.precisions`)."""
-    from zoo.deploy.formats import FORMATS
+    from zoo.formats import FORMATS
 
     return tuple((f.name, p) for f in FORMATS.values() for p in precisions
                  if p == "float32" or p in (f.precisions or {}))
@@ -240,8 +240,8 @@ def _inputs(model, n: int, seed: int):
     rescales pixels by 1/255; raw [0, 255] pixels drive an untrained ResNetBackbone's features to 260,
     where float32's rounding alone differs by 2e-4 between runtimes); token ids in [0, 100), segment
     ids in {0, 1}, masks all ones; strings from the vocabulary of the lookup layer that reads them."""
-    from zoo.deploy import inputs, model_io
-    from zoo.deploy.trace import signature_of
+    from zoo.formats import inputs, model_io
+    from zoo.formats.trace import signature_of
 
     signature = signature_of(model)
     out = inputs.random_inputs(signature, model_io.input_vocabularies(model, signature), n=n, seed=seed)
@@ -262,7 +262,7 @@ def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
     precisions go in one export; a format without precisions (SavedModel, TF.js) joins the float32
     export. `precisions` is () for an export of such formats alone.
     """
-    from zoo.deploy.formats import FORMATS
+    from zoo.formats import FORMATS
 
     asked: dict[str, list[str]] = {}
     for fmt, precision in cells:
@@ -278,8 +278,8 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
     """Exports one model to the given cells; returns its row: facts and one dict per cell."""
     import keras
 
-    from zoo.deploy.exporter import export
-    from zoo.deploy.formats import FORMATS
+    from zoo.export import ExportData, export
+    from zoo.formats import FORMATS
 
     keras.utils.set_random_seed(0)
     t0 = time.perf_counter()
@@ -311,10 +311,10 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None) ->
         reports = []
         for i, (formats, precisions) in enumerate(export_groups(cells)):
             options = {"precision": list(precisions)} if precisions else {}
-            if "int8" in precisions:
-                options["representative_data"] = representative
-            reports.append(export(model, out_dir / candidate.name / str(i), formats, test_data=test_data,
-                                  latency_runs=0, data_description=description, process=process, **options))
+            data = ExportData(test=test_data, description=description,
+                              calibration=representative if "int8" in precisions else None)
+            reports.append(export(model, out_dir / candidate.name / str(i), formats, data=data, latency_runs=0,
+                                  process=process, **options))
     except Exception as e:  # the model itself could not be built or traced: every cell says why
         reason = f"{type(e).__name__}: {e}"[:600]
         row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
@@ -346,12 +346,12 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
            process=None) -> dict:
     """The int8 a user gets from `min_agreement=MIN_AGREEMENT` (`--min-agreement 99`): the most sensitive layers
     kept float until int8 agrees with float on the validation images; verified on the evaluation images."""
-    from zoo.deploy.exporter import export
+    from zoo.export import ExportData, export
 
     try:
-        report = export(model, out_dir, [fmt], precision=["int8"], representative_data=representative,
-                        validation_data=validation, min_agreement=MIN_AGREEMENT, test_data=test_data, latency_runs=0,
-                        data_description=description, process=process)
+        data = ExportData(calibration=representative, validation=validation, test=test_data, description=description)
+        report = export(model, out_dir, [fmt], precision=["int8"], data=data, min_agreement=MIN_AGREEMENT,
+                        latency_runs=0, process=process)
     except Exception as e:  # noqa: BLE001 - a failed remedy is a result
         return {"status": "export_failed", "error": f"{type(e).__name__}: {e}"[:600]}
     r = report.results[0]
@@ -367,10 +367,10 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
 
 
 def versions() -> dict:
-    """The export stack's versions (`zoo.deploy.report.package_versions`) and keras-hub's."""
+    """The export stack's versions (`zoo.export.report.package_versions`) and keras-hub's."""
     import importlib.metadata
 
-    from zoo.deploy.report import package_versions
+    from zoo.export.report import package_versions
 
     try:
         hub = importlib.metadata.version("keras-hub")
@@ -408,7 +408,7 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     import shutil
     import tempfile
 
-    from zoo.deploy.isolation import ConversionProcess
+    from zoo.export.isolation import ConversionProcess
 
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json")
@@ -512,12 +512,12 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
         if "SIGKILL" in error:  # the kernel's out-of-memory killer, not the converter
             return (f"{error}. The conversion process ran out of memory (killed by the kernel) on a machine shared "
                     "with other jobs. What to do: convert this format alone with more free memory "
-                    f"(`zoo.deploy.export(model, out, ['{fmt}'])`).")
+                    f"(`zoo.export.export(model, out, ['{fmt}'])`).")
         return error
     if "int8" in key and cell.get("argmax_agreement") is not None:
         trained = (f"; the model reached {row['held_out_accuracy']:.0%} on the task in {row['train_epochs']} epoch(s), "
                    "so some of its decisions are near-ties" if row.get("held_out_accuracy", 1) < 0.99 else "")
-        from zoo.deploy.ptq.budget import wilson_interval
+        from zoo.formats.ptq.budget import wilson_interval
 
         low, high = wilson_interval(cell["argmax_agreement"], EVAL_SAMPLES)
         return (f"{fmt} post-training int8 agrees with Keras on {cell['argmax_agreement']:.0%} of the {EVAL_SAMPLES} "
@@ -546,7 +546,7 @@ def markdown(data: dict) -> str:
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
     lines = ["# Compatibility matrix: the models users bring", "",
              "Every keras.applications family (and keras-hub backbones built from a config), without pretrained "
-             "weights at a small input size, exported with `zoo.deploy.export` and run in each format's runtime "
+             "weights at a small input size, exported with `zoo.export.export` and run in each format's runtime "
              "against Keras. float32 cells: max abs diff (criterion <= 1e-4); int8 cells: argmax agreement "
              "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
              "a few epochs of training on tinted random images (which channel is brighter), passed through the "

@@ -15,7 +15,7 @@ names as hard for post-training quantization:
   FQ-ViT https://arxiv.org/abs/2111.13824).
 
 Each candidate is trained with the default recipe and the changes listed in `CANDIDATES`, then exported
-by `zoo.deploy.export` to float32 and post-training int8 (200 calibration examples from the training
+by `zoo.export.export` to float32 and post-training int8 (200 calibration examples from the training
 split, per-channel conv weights, min/max activation ranges) and measured on the whole test split in
 each runtime. The table says, per candidate, how many points int8 loses.
 
@@ -106,7 +106,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from zoo.deploy.isolation import ConversionProcess
+    from zoo.export.isolation import ConversionProcess
     from zoo.errors import UnknownNameError
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -162,7 +162,7 @@ def _merged(rows: list[dict], previous: Path, seed: int) -> list[dict]:
 
 def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[dict]:
     import zoo.data
-    from zoo.deploy import export
+    from zoo.export import ExportData, export
     from zoo.training import load_recipe, train
     from zoo.training.config import DEFAULT_RECIPE
 
@@ -176,7 +176,7 @@ def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[
     test_x, test_y = first_examples(zoo.data.load(config.dataset, "test", 1000), 512 if args.quick else 10000)
     rep_x, _ = first_examples(zoo.data.load(config.dataset, "train", 100, seed=1), CALIBRATION_SAMPLES)
     report = export(trained.run_dir / "last.keras", work / candidate.name, runtimes, precision=["float32", "int8"],
-                    representative_data=rep_x, calibration_samples=len(rep_x), test_data=(test_x, test_y),
+                    data=ExportData(calibration=rep_x, test=(test_x, test_y)), calibration_samples=len(rep_x),
                     latency_runs=0, process=process)
     by = {(r.format, r.variant): r for r in report.results}
     rows = []

@@ -30,6 +30,7 @@ import urllib.parse
 import numpy as np
 
 from zoo.benchmarks.common import machine, markdown_table
+from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 GRPC_SERVER_FAULTS = ("INTERNAL", "UNKNOWN", "DATA_LOSS", "UNAVAILABLE")
 MODELS = {"scale": ("x", "float32"), "count": ("n", "int32"), "text": ("text", "string")}
@@ -186,7 +187,7 @@ def grpc_cases():
             message.model_spec.version.value = draw(st.integers(-2**63, 2**63 - 1))
         elif choice == "label":
             message.model_spec.version_label = draw(st.text(max_size=8))
-        message.model_spec.signature_name = draw(st.sampled_from(["", "", "serving_default", "serve"]) |
+        message.model_spec.signature_name = draw(st.sampled_from(["", "", SERVING_SIGNATURE, "serve"]) |
                                                  st.text(max_size=8))
         return message
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zoo.formats.tf_serving import SERVING_SIGNATURE
+
 
 def _save(write, base, name: str, version: int | None = None) -> Path:
-    from zoo.deploy.serving.layout import publish
+    from zoo.formats.tf_serving import publish
 
     return publish(write, Path(base) / name, version=version)
 
@@ -21,7 +23,7 @@ def publish_scale(base, version: int | None = None, factor: float | None = None)
     """Publishes `scale` (the next version, or `version`); its output is `x * factor` (default: the version)."""
     import tensorflow as tf
 
-    from zoo.deploy.serving.layout import versions
+    from zoo.formats.tf_serving import versions
 
     number = version or max(versions(Path(base) / "scale"), default=0) + 1
     k = float(factor if factor is not None else number)
@@ -33,7 +35,7 @@ def publish_scale(base, version: int | None = None, factor: float | None = None)
                 return {"y": x * k}
 
         m = Scale()
-        tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+        tf.saved_model.save(m, str(path), signatures={SERVING_SIGNATURE: m.serve})
 
     return _save(write, base, "scale", number)
 
@@ -48,7 +50,7 @@ def publish_count(base) -> Path:
                 return {"m": n + 1}
 
         m = Count()
-        tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+        tf.saved_model.save(m, str(path), signatures={SERVING_SIGNATURE: m.serve})
 
     return _save(write, base, "count")
 
@@ -63,6 +65,6 @@ def publish_text(base) -> Path:
                 return {"length": tf.strings.length(text)}
 
         m = Text()
-        tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+        tf.saved_model.save(m, str(path), signatures={SERVING_SIGNATURE: m.serve})
 
     return _save(write, base, "text")

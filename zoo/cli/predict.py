@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from zoo.cli.common import add_untrusted_flags, positive_int
+from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
 
 
 def add(sub):
+    from zoo.formats import KINDS
+
     p = sub.add_parser(
         "predict",
-        help="run any artifact (.keras, run dir, SavedModel, .tflite, .onnx, TF.js) on image files or folders, "
-             "CSV rows, texts or a series file",
+        help=f"run any artifact ({', '.join(KINDS)}, or a run dir) on image files or folders, CSV rows, texts or a "
+             "series file",
         description="Reads the inputs as the artifact's metadata says (image size, columns, text, window) and prints "
                     "the top-k classes (or the values) per input.",
     )
-    p.add_argument("artifact", help="a .keras file, a run directory, a SavedModel (version or base directory), "
-                                    "a .tflite, an .onnx or a TF.js folder")
+    p.add_argument("artifact", help=f"an artifact of any kind zoo knows ({', '.join(KINDS)}: a file or its folder), "
+                                    "a SavedModel base directory, or a run directory")
     p.add_argument("inputs", nargs="*", help="image files or folders, CSV/Parquet files, texts or .txt files, "
                                              "a series CSV")
     p.add_argument("--top-k", type=positive_int, default=5, help="classes shown per input (default 5)")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--out", metavar="FILE", help="write the output here (atomically) instead of printing it")
     p.add_argument("--batch-size", type=positive_int, default=256)
-    p.add_argument("--threads", type=positive_int, default=2, help="runtime threads (TFLite, ONNX)")
+    p.add_argument("--threads", type=positive_int, default=2, help="runtime threads (TFLite, ONNX, OpenVINO)")
     p.add_argument("--serve-page", action="store_true",
                    help="serve a TF.js artifact's web page (index.html) on 127.0.0.1 instead: drop an image, paste a "
                         "row, see the classes")
@@ -33,21 +35,21 @@ def add(sub):
 def _cmd_predict(args) -> int:
     import sys
 
-    from zoo.deploy.artifact import describe, open_artifact
-    from zoo.deploy.predict import predict
+    from zoo.artifacts.artifact import describe, load
+    from zoo.artifacts.predict import predict
 
+    trust = trust_from_args(args)
     if args.serve_page:
-        from zoo.deploy import web_page
-        from zoo.deploy.scan import require_safe
+        from zoo.formats import tfjs_page
+        from zoo.scan import require_safe
 
-        require_safe(args.artifact, args.allow_unsafe_ops or ())
-        web_page.serve(args.artifact, port=args.port)
+        require_safe(args.artifact, trust)
+        tfjs_page.serve(args.artifact, port=args.port)
         return 0
     if not args.inputs:
         raise ValueError("No inputs: give image files or folders, CSV files, texts or a series file "
                          "(or --serve-page for a TF.js artifact's web page).")
-    artifact = open_artifact(args.artifact, num_threads=args.threads, allow_unsafe_ops=args.allow_unsafe_ops or (),
-                             unsafe_deserialization=args.unsafe_deserialization)
+    artifact = load(args.artifact, threads=args.threads, trust=trust)
     print(describe(artifact), file=sys.stderr)
     result = predict(artifact, args.inputs, top_k=args.top_k, batch_size=args.batch_size)
     text = result.render(args.format)

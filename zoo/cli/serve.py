@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from zoo.cli.common import add_untrusted_flags
+from zoo.cli.common import add_untrusted_flags, trust_from_args
 from zoo.cli.common import positive_int as _positive_int
 
 
@@ -33,15 +33,15 @@ def add(sub):
                    help="write models.config (default <base_dir>/models.config) and exit")
     p.add_argument("--print-docker", action="store_true", help="print the `docker run` command for TF Serving and exit")
     add_untrusted_flags(p)
-    from zoo.deploy.serving import limits
+    from zoo.serve import limits
 
     limits.add_arguments(p)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args) -> int:
-    from zoo.deploy import serving
-    from zoo.deploy.serving import limits
+    from zoo import serve as serving
+    from zoo.serve import limits
 
     models = [m for m in (args.models or "").split(",") if m] or None
     labels = serving.parse_labels(args.labels)
@@ -60,7 +60,7 @@ def _cmd_serve(args) -> int:
         return 0
     server = serving.Server(args.base_dir, host=args.host, rest_port=args.rest_port, grpc_port=args.grpc_port,
                             poll_s=args.poll_s, batching=args.batching, models=models, labels=labels,
-                            limits=limits.from_args(args), allow_unsafe_ops=args.allow_unsafe_ops)
+                            limits=limits.from_args(args), trust=trust_from_args(args))
     server.serve_forever(ready=lambda s: print(
         f"serving {s.store.served()} from {args.base_dir}: REST {s.rest_url}, gRPC {s.grpc_target} "
         "(development server; production: zoo serve --print-docker). Ctrl-C stops.", flush=True))

@@ -1,0 +1,170 @@
+"""ONNX int8 that computes the same on every x86 CPU (issue 28), and the kernels' arithmetic it rests on.
+
+onnxruntime's u8s8 kernels sum uint8 x int8 products in int32 with VNNI, and in int16 pairs that saturate
+without it (AVX2, AVX-512 before Cascade Lake). `zoo.formats.ptq.x86_int8.u8s8_matmul` models both; the
+references here are onnxruntime itself, on this CPU and, where QEMU is installed (`scripts/setup.sh --dev`),
+on an emulated Haswell (AVX2, no AVX-512, no VNNI), whichever kind of CPU runs the suite.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import zoo.export
+from zoo.export import ExportData
+from zoo.formats.ptq import x86_int8
+
+EMULATOR = x86_int8.emulator_command()
+needs_emulator = pytest.mark.skipif(EMULATOR is None, reason="qemu-x86_64 not installed (Debian's qemu-user; "
+                                                              "scripts/setup.sh --dev installs it)")
+
+# One output row of uint8 255s times columns of int8 weights: 127s (pairs of 64770 saturate to 32767), -128s,
+# small values (exact either way), and alternating -100/127 (pairs of 6885: exact).
+_K = 8
+
+
+def _weights() -> np.ndarray:
+    w = np.full((_K, 4), 127, np.int8)
+    w[:, 1], w[:, 2], w[::2, 3] = -128, 1, -100
+    return w
+
+
+def _matmul_integer_model() -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("MatMulInteger", ["a", "w"], ["y"])], "u8s8",
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, [None, _K])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [None, 4])],
+                              [numpy_helper.from_array(_weights(), "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8).SerializeToString()
+
+
+_RUN_MATMUL = """
+import json, sys
+import numpy as np, onnxruntime as ort
+from zoo.formats.ptq import x86_int8
+session = ort.InferenceSession(open(sys.argv[1], "rb").read(), providers=["CPUExecutionProvider"])
+out = session.run(None, {"a": np.full((1, int(sys.argv[2])), 255, np.uint8)})[0]
+print(json.dumps({"y": out.tolist(), "machine": x86_int8.machine_record()}))
+"""
+
+
+def _run(prefix, model_path) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([*prefix, "-c", _RUN_MATMUL, str(model_path), str(_K)], capture_output=True, text=True,
+                         env=env, timeout=300, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_the_arithmetic_model_is_onnxruntimes_on_this_cpu(tmp_path):
+    path = tmp_path / "u8s8.onnx"
+    path.write_bytes(_matmul_integer_model())
+    got = _run([sys.executable], path)
+    saturating = not x86_int8.int8_kernels().exact
+    a = np.full((1, _K), 255, np.uint8)
+    assert got["y"] == x86_int8.u8s8_matmul(a, _weights(), saturating=saturating).tolist(), got["machine"]
+    assert x86_int8.u8s8_matmul(a, _weights(), saturating=True)[0, 0] == 4 * 32767  # 4 pairs, each clipped
+    assert x86_int8.u8s8_matmul(a, _weights(), saturating=False)[0, 0] == 8 * 255 * 127
+
+
+@needs_emulator
+def test_an_emulated_haswell_runs_the_saturating_kernels(tmp_path):
+    """The proof that the emulation is faithful: onnxruntime under QEMU computes the clipped pairs."""
+    path = tmp_path / "u8s8.onnx"
+    path.write_bytes(_matmul_integer_model())
+    got = _run(EMULATOR, path)
+    assert got["machine"]["cpu_features"] == ["avx2"] and got["machine"]["int8_kernels"] == "vpmaddubsw"
+    a = np.full((1, _K), 255, np.uint8)
+    assert got["y"] == x86_int8.u8s8_matmul(a, _weights(), saturating=True).tolist()
+    assert got["y"][0][0] == 4 * 32767 and got["y"][0][2:] == [8 * 255, 4 * 255 * 27]
+
+
+def test_worst_pair_sums_bound_every_pairing():
+    w = np.array([[127, 127, -3], [64, 64, -64]]).T  # (K=3, N=2): output channels are columns
+    high, low = x86_int8.worst_pair_sums(w, axis=1)
+    assert high.tolist() == [255 * 254, 255 * 128] and low.tolist() == [255 * -3, 255 * -64]
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (200, 3)).astype(np.uint8)
+    for k in range(2):  # no pairing of the kernels reaches beyond the bound
+        pairs = a[:, :2].astype(np.int64) * w[:2, k]
+        assert pairs.sum(-1).max() <= high[k] and pairs.sum(-1).min() >= low[k]
+
+
+def _dense_model():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((16,), name="x")
+    hidden = keras.layers.Dense(32, activation="relu")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(5, activation="softmax", name="predictions")(hidden))
+
+
+@pytest.fixture(scope="module")
+def int8_exports(tmp_path_factory):
+    """(inputs, {target_cpu: export report}) of one small model's int8 ONNX for both targets; half the inputs
+    are 1.0 (uint8 255s: the pairs that saturate without VNNI)."""
+    model = _dense_model()
+    x = np.random.default_rng(1).random((256, 16), dtype=np.float32)
+    x[:, :8] = 1.0
+    out = tmp_path_factory.mktemp("int8_cpus")
+    return x, {target: zoo.export.export(model, out / target, ["onnx"], precision="int8",
+                                         data=ExportData(test=x, calibration=x), latency_runs=0, target_cpu=target)
+               for target in ("any", "vnni")}
+
+
+def test_default_int8_cannot_saturate_and_the_vnni_target_can(int8_exports):
+    import onnx
+
+    _, reports = int8_exports
+    default, vnni = reports["any"].results[0], reports["vnni"].results[0]
+    assert x86_int8.saturation_risks(default.path) == []
+    assert any("every x86 CPU" in n for n in default.notes), default.notes
+    risks = x86_int8.saturation_risks(vnni.path)
+    assert [r.op_type for r in risks] == ["MatMul", "MatMul"], risks
+    assert any("can saturate" in n for n in vnni.notes), vnni.notes
+    weights = [onnx.numpy_helper.to_array(i) for i in onnx.load(default.path).graph.initializer
+               if i.data_type == onnx.TensorProto.INT8]
+    assert weights and max(int(np.abs(w).max()) for w in weights) <= x86_int8.SAFE_WEIGHT
+
+
+def test_the_report_says_which_cpu_verified_it(int8_exports):
+    _, reports = int8_exports
+    report = reports["any"]
+    written = json.loads((Path(report.out_dir) / "report.json").read_text())
+    assert written["machine"] == x86_int8.machine_record()
+    assert written["machine"]["int8_kernels"] in ("vnni", "vpmaddubsw", "other")
+    assert f"verified on {x86_int8.describe_cpu()}" in report.table()
+    assert x86_int8.describe_cpu() in (Path(report.out_dir) / "report.md").read_text()
+
+
+_RUN_MODELS = """
+import json, sys
+import numpy as np, onnxruntime as ort
+x = np.load(sys.argv[1])
+out = {p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0].tolist()
+       for p in sys.argv[2:]}
+print(json.dumps(out))
+"""
+
+
+@needs_emulator
+def test_default_int8_decides_alike_on_an_emulated_haswell_and_here(int8_exports, tmp_path):
+    """The default int8 model computes the same int32 sums on both kernel paths (its float requantization may
+    round in other orders); the 8-bit model of the vnni target does not on these inputs."""
+    x, reports = int8_exports
+    paths = {target: r.results[0].path for target, r in reports.items()}
+    np.save(tmp_path / "x.npy", x)
+    runs = {}
+    for where, prefix in (("here", [sys.executable]), ("emulated", EMULATOR)):
+        out = subprocess.run([*prefix, "-c", _RUN_MODELS, str(tmp_path / "x.npy"), *paths.values()], text=True,
+                             capture_output=True, timeout=300, check=True).stdout
+        runs[where] = {k: np.array(v) for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+    here, emulated = runs["here"][paths["any"]], runs["emulated"][paths["any"]]
+    np.testing.assert_allclose(emulated, here, atol=1e-6)
+    assert (emulated.argmax(-1) == here.argmax(-1)).all()
+    if x86_int8.int8_kernels().exact:  # here VNNI: the 8-bit model saturates only in the emulator
+        assert np.abs(runs["emulated"][paths["vnni"]] - runs["here"][paths["vnni"]]).max() > 1e-3

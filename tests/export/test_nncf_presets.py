@@ -1,0 +1,30 @@
+"""The NNCF settings OpenVINO recommends, read from real OpenVINO graphs (`zoo.formats.ptq.nncf_presets`)."""
+
+import importlib.util
+
+import keras
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("openvino") is None or importlib.util.find_spec("nncf") is None,
+                                reason="openvino/nncf not installed (pip install 'zoo[openvino]')")
+
+
+def _graph(tmp_path, body):
+    import openvino as ov
+
+    inputs = keras.Input((8, 16), name="x")
+    model = keras.Model(inputs, keras.layers.Dense(3)(keras.layers.GlobalAveragePooling1D()(body(inputs))))
+    model.export(str(tmp_path / "saved_model"), verbose=False)
+    return ov.convert_model(str(tmp_path / "saved_model"))
+
+
+@pytest.mark.parametrize("body, preset, transformer", [
+    (lambda x: keras.layers.Dense(16, activation="relu")(x), None, False),
+    (lambda x: keras.layers.Dense(16, activation="gelu")(x), "mixed", False),
+    (lambda x: keras.layers.MultiHeadAttention(2, 8)(x, x), "mixed", True),
+])
+def test_preset_and_model_type_follow_the_activations(tmp_path, body, preset, transformer):
+    from zoo.formats.ptq.nncf_presets import recommended
+
+    settings = recommended(_graph(tmp_path, body))
+    assert (settings.preset, settings.transformer) == (preset, transformer), settings.reason

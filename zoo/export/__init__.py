@@ -1,0 +1,60 @@
+"""Export: convert a Keras model to every format, verify each artifact in its runtime, report, as a plan
+that is checked before it runs.
+
+What it is for: `zoo export`, `zoo export --check`, and the Python calls below. What it may import:
+zoo.formats (the formats it writes), zoo.scan and zoo.artifacts (a model file is scanned and loaded
+as any artifact is; your own data is read as the model was trained on it), zoo.architectures,
+zoo.data, zoo.quantization, zoo.core.
+
+>>> plan = zoo.export.plan(model, "exports/convnet_bn", precision=("float32", "int8"),
+...                        data=zoo.export.ExportData(test=test_batches, calibration=train_batches))
+>>> report = zoo.export.execute(plan)         # or zoo.export.export(...) with the same arguments
+>>> print(report.table())
+>>> zoo.export.check(model).table()          # before exporting: which formats cannot run which layers
+
+- `planner.py`: `plan` and the immutable `ExportPlan` (formats, options, targets, data by role);
+- `data.py`: `ExportData`, the data of each role (test, calibration, validation), and its sources;
+- `exporter.py`: `export` and `execute` (the work, in order); `isolation.py`: the crash-isolated
+  conversion process; `verify.py`: the one check against Keras; `results.py`, `report.py`: the report;
+- `deployability.py`: `check`, which formats can run a model, in seconds; `matrix.py`: every
+  architecture in every format (`zoo list`'s exports column).
+
+The names below are imported on first use (PEP 562), so `import zoo.export` loads no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "export": "zoo.export.exporter",
+    "execute": "zoo.export.exporter",
+    "plan": "zoo.export.planner",
+    "ExportPlan": "zoo.export.planner",
+    "OutputDirError": "zoo.export.planner",
+    "ExportData": "zoo.export.data",
+    "check": "zoo.export.deployability",
+    "CheckReport": "zoo.export.deployability",
+    "ExportReport": "zoo.export.report",
+    "Trust": "zoo.formats.unsafe",
+    "DataShapeError": "zoo.formats.inputs",
+    "TraceError": "zoo.formats.trace",
+    "UnsupportedOpsError": "zoo.formats.diagnose",
+    "FORMATS": "zoo.formats",
+    "DEFAULT_FORMATS": "zoo.formats",
+    "OptionError": "zoo.formats",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'zoo.export' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS})

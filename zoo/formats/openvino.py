@@ -1,0 +1,404 @@
+"""OpenVINO IR (`.xml` + `.bin`) from the SavedModel, run in OpenVINO Runtime's CPU plugin.
+
+- float32: `openvino.convert_model` of the export's SavedModel, weights in float32;
+- float16: the same IR with its weights stored in float16 (`save_model(compress_to_fp16=True)`),
+  decompressed to float32 on the CPU;
+- int8: NNCF post-training quantization (`nncf.quantize`, int8 weights per channel, int8 activations per
+  tensor, with the preset and model type OpenVINO recommends for the graph: `zoo.formats.ptq.nncf_presets`)
+  calibrated on the calibration data. With
+  `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
+  (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
+  validation accuracy (or the agreement with the float IR's decisions) is within bound.
+
+The runtime runs with `INFERENCE_PRECISION_HINT=f32`: on CPUs with AVX512-BF16 or AMX the CPU plugin
+would otherwise run float models in bfloat16, which is not the float32 the artifact promises.
+Install with `pip install 'zoo[openvino]'` (openvino 2026.4, nncf 3.4: both install beside
+TensorFlow 2.21, protobuf 7 and numpy 2.4 without changing them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, ArtifactError,
+                              Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.unsafe import CUSTOM_OPENVINO_OP, OPENVINO_STANDARD_VERSION, Finding
+
+PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
+DEVICE = "CPU"
+
+FORMAT = Format(
+    name="openvino",
+    artifact="{model}_openvino_{variant}",
+    runtime="OpenVINO Runtime (CPU plugin, f32 inference precision)",
+    description="OpenVINO IR via openvino.convert_model from the SavedModel; int8 by NNCF post-training quantization",
+    layout="a folder holding `model.xml` and `model.bin` (or the `.xml` itself)",
+    metadata_at="`model.xml`'s `<rt_info><zoo_metadata value=\"...\"/>` (`ov.Model.get_rt_info(\"zoo_metadata\")`)",
+    scan_reads="`model.xml` as XML: every layer's opset (a layer outside the standard opsets needs an extension "
+               "library)",
+    check_how="OpenVINO's TensorFlow frontend, `convert_partially`",
+    packages=("openvino", "nncf"),
+    short="ov",
+    suffixes=(".xml",),
+    variant_option="precision",
+    precisions=PRECISIONS,
+    options=(PRECISION, *INT8_OPTIONS),
+    requires=("openvino", "nncf"),
+    extra="openvino",
+)
+IR_NAME = "model.xml"  # inside the artifact directory, beside model.bin
+
+
+def _require():
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        raise ImportError("The openvino format needs OpenVINO: pip install 'zoo[openvino]' (openvino, nncf).") from None
+
+
+def unsupported_ops(traced) -> list:
+    """The graph's ops OpenVINO's TensorFlow frontend cannot convert.
+
+    `convert_partially` converts what it can and leaves each op it cannot as a framework node
+    (`FrameworkNode`, its TensorFlow type kept), in milliseconds for a frozen GraphDef read from a file.
+    """
+    _require()
+    import tempfile
+
+    from openvino.frontend import FrontEndManager
+
+    from zoo.formats.diagnose import OpGap
+
+    frontend = FrontEndManager().load_by_framework("tf")
+    with tempfile.TemporaryDirectory(prefix="zoo-openvino-check-") as scratch:
+        path = os.path.join(scratch, "frozen.pb")
+        with open(path, "wb") as f:
+            f.write(traced.graph_def.SerializeToString())
+        model = frontend.convert_partially(frontend.load(path))
+    found: dict[str, list[str]] = {}
+    graph = traced.graph_def  # a framework node keeps the TensorFlow node's name, not its op: look it up
+    op_of = {n.name: n.op for n in [*graph.node, *(n for f in graph.library.function for n in f.node_def)]}
+
+    def walk(ov_model):
+        for op in ov_model.get_ordered_ops():
+            if "FrameworkNode" in op.get_type_name():
+                name = op.get_friendly_name()
+                kind = op_of.get(name) or op_of.get(name.split(":")[0]) or name.rsplit("/", 1)[-1]
+                found.setdefault(kind, []).append(name)
+            for i in range(getattr(op, "get_internal_subgraphs_size", lambda: 0)()):  # loop bodies
+                walk(op.get_function(i))
+
+    walk(model)
+    return [OpGap(op, tuple(nodes)) for op, nodes in sorted(found.items())]
+
+
+def convert(conversion) -> Converted:
+    _require()
+    import openvino as ov
+
+    precision = conversion.target.variant
+    model = ov.convert_model(conversion.saved_model())
+    notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
+    if precision == "int8":
+        if conversion.model.quantization_aware:  # convert_model made its fake quantization FakeQuantize ops
+            notes.append("int8 ranges learned in quantization-aware training (the model's own FakeQuantize ops)")
+        else:
+            model, details = _quantize(conversion, model, ov)
+            notes.append(details.pop("note"))
+    with atomic_output(conversion.target.path) as tmp:
+        ov.save_model(model, os.path.join(tmp, IR_NAME), compress_to_fp16=precision == "float16")
+    return Converted(conversion.target.path, notes=notes, details=details)
+
+
+def _dataset(x):
+    """NNCF's calibration items, one example each: arrays (one input) or dicts by input name (several)."""
+    import nncf
+
+    if isinstance(x, dict):
+        n = len(next(iter(x.values())))
+        return nncf.Dataset([{k: _feed(v[i : i + 1]) for k, v in x.items()} for i in range(n)])
+    return nncf.Dataset([_feed(x[i : i + 1]) for i in range(len(x))])
+
+
+def _feed(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype.kind == "f" else a
+
+
+def _quantize(conversion, model, ov):
+    """(int8 model, details): NNCF post-training quantization, within the accuracy budget where one is set."""
+    import nncf
+
+    from zoo.formats.ptq.nncf_presets import recommended
+
+    options = conversion.target.options
+    n = options.get("calibration_samples") or 200
+    named = {k: np.asarray(v[:n]) for k, v in conversion.inputs(CALIBRATION).items()}
+    settings = recommended(model)
+    if not any(options.get(g) is not None for g in INT8_GUARDS):
+        data = named if len(named) > 1 else next(iter(named.values()))
+        count = len(next(iter(named.values())))
+        quantized = nncf.quantize(model, _dataset(data), subset_size=count, **settings.kwargs())
+        return quantized, {"note": f"NNCF post-training int8 ({settings.reason}), calibrated on {count} examples"}
+    from zoo.formats.ptq.budget import Goal, validation, wilson_interval
+    from zoo.formats.ptq.budget import summary as budget_summary
+
+    goal = Goal.of(options)
+    rep = np.asarray(conversion.single_input(CALIBRATION)[:n], np.float32)  # the guards take single-input models
+    x, y = validation(conversion, goal)
+    x = np.asarray(x, np.float32)
+    core = ov.Core()
+    compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
+
+    def predict(compiled):
+        output = compiled.outputs[0]
+        return np.concatenate([compiled(x[i : i + 256])[output] for i in range(0, len(x), 256)])
+
+    # Agreement is with the float IR's decisions; accuracy with the labels.
+    reference = predict(compile_(model)).argmax(-1) if goal.metric == "agreement" else y
+
+    def metric(compiled, _data) -> float:
+        return float(np.mean(predict(compiled).argmax(-1) == reference))
+
+    def guarded(compiled, _data) -> float:  # agreement: its 95% lower bound (zoo.formats.ptq.budget)
+        share = metric(compiled, _data)
+        return wilson_interval(share, len(x))[0] if goal.metric == "agreement" else share
+
+    # NNCF measures the float model's own value first: for agreement, the lower bound of full agreement.
+    allowed = (wilson_interval(1.0, len(x))[0] - (1 - goal.max_drop / 100) if goal.metric == "agreement"
+               else goal.max_drop / 100)
+    full = nncf.quantize(model, _dataset(rep), subset_size=len(rep), **settings.kwargs())
+    quantized = nncf.quantize_with_accuracy_control(
+        model, _dataset(rep), _dataset(x[:1]), guarded, max_drop=allowed, drop_type=nncf.DropType.ABSOLUTE,
+        subset_size=len(rep), **settings.kwargs(),
+    )
+    metrics = {name: metric(compile_(m), None) for name, m in (("float32", model), ("int8", full),
+                                                               ("chosen", quantized))}
+    in_full, in_chosen = quantized_ops(full), quantized_ops(quantized)
+    reverted = sorted(set(in_full) - set(in_chosen))
+    layers = sorted({layer_of(in_full[op], conversion.keras_model()) for op in reverted})
+    drop = 100 * (metrics["float32"] - metrics["chosen"])
+    within = (wilson_interval(metrics["chosen"], len(x))[0] >= 1 - goal.max_drop / 100 - 1e-9
+              if goal.metric == "agreement" else drop <= goal.max_drop + 1e-9)
+    summary = budget_summary(goal.metric, goal.max_drop, metrics["float32"], metrics["int8"], metrics["chosen"], layers,
+                             len(x))
+    costs = _costs(conversion, {"float32": model, "int8": full, "chosen": quantized}, x[:1], ov)
+    details = {**costs, "metric": goal.metric, "budget_points": goal.max_drop, "float_metric": metrics["float32"],
+               "full_int8_drop": 100 * (metrics["float32"] - metrics["int8"]), "final_drop": drop,
+               "within_budget": within, "float_layers": layers, "float_ops": reverted,
+               "validation_samples": int(len(x)), "summary": summary,
+               "note": f"{goal.describe()} (nncf.quantize_with_accuracy_control): {summary}"}
+    if goal.metric == "agreement":
+        details.update(min_agreement=100 - goal.max_drop, full_int8_agreement=metrics["int8"],
+                       final_agreement=metrics["chosen"],
+                       final_agreement_interval=wilson_interval(metrics["chosen"], len(x)))
+    return quantized, details
+
+
+def _costs(conversion, models: dict, x1: np.ndarray, ov) -> dict:
+    """Size on disk and median batch-1 latency of each IR (float32, full int8, the budget's choice)."""
+    import statistics
+
+    sizes, latency = {}, {}
+    for name, model in models.items():
+        folder = os.path.join(conversion.work_dir, f"openvino_budget_{name}_{os.getpid()}")
+        os.makedirs(folder, exist_ok=True)
+        ov.save_model(model, os.path.join(folder, IR_NAME), compress_to_fp16=False)
+        sizes[name] = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+        latency[name] = statistics.median(OpenVINORunner(folder).latencies_ms(x1, 50, 5))
+    return {"size_bytes": sizes, "latency_ms": latency}
+
+
+def quantized_ops(model) -> dict[str, list[str]]:
+    """The weighted ops (convolutions, matmuls) that take a FakeQuantize'd input: friendly name -> the names of
+    the op and of the nodes feeding it (a few hops up), which carry the TF name scope of its Keras layer."""
+    found = {}
+    for op in model.get_ordered_ops():
+        if op.get_type_name() not in ("Convolution", "GroupConvolution", "MatMul"):
+            continue
+        inputs = [op.input_value(i).get_node() for i in range(op.get_input_size())]
+        if any(_reaches_fake_quantize(node) for node in inputs):
+            found[op.get_friendly_name()] = [op.get_friendly_name(), *_upstream_names(inputs), *_downstream_names(op)]
+    return found
+
+
+def _downstream_names(op, depth: int = 3) -> list[str]:
+    """Names of the nodes after `op`: convert_model folds BatchNorm into a convolution and names it
+    `Convolution_N`, but the ReLU after it keeps its TF name scope."""
+    names = []
+    for target in op.output(0).get_target_inputs() if op.get_output_size() else ():
+        node = target.get_node()
+        names.append(node.get_friendly_name())
+        if depth:
+            names += _downstream_names(node, depth - 1)
+    return names
+
+
+def _upstream_names(nodes, depth: int = 3) -> list[str]:
+    names = []
+    for node in nodes:
+        names.append(node.get_friendly_name())
+        if depth and node.get_type_name() != "Parameter":
+            names += _upstream_names([node.input_value(i).get_node() for i in range(node.get_input_size())], depth - 1)
+    return names
+
+
+def _reaches_fake_quantize(node, depth: int = 3) -> bool:
+    if node.get_type_name() == "FakeQuantize":
+        return True
+    if depth == 0 or node.get_type_name() in ("Parameter", "Convolution", "GroupConvolution", "MatMul"):
+        return False
+    return any(_reaches_fake_quantize(node.input_value(i).get_node(), depth - 1) for i in range(node.get_input_size()))
+
+
+def layer_of(names: list[str], model) -> str:
+    """The Keras layer with weights an OpenVINO op came from, else the op's name.
+
+    `names` are the op's and its neighbours' (see `quantized_ops`); the first in a Keras layer's name
+    scope gives a layer, and the weighted layer at or before it in the Keras graph is the op's.
+    """
+    from zoo.formats.ptq.budget import WEIGHTED
+
+    for name in names:
+        for layer in model.layers:
+            if re.search(rf"(^|/){re.escape(layer.name)}(_\d+)?/", name):
+                found = _weighted_at_or_before(layer, WEIGHTED)
+                if found is not None:
+                    return found.name
+    return names[0]
+
+
+def _weighted_at_or_before(layer, kinds):
+    """`layer` if it has int8-quantizable weights, else the nearest such layer upstream (first input first)."""
+    seen, queue = set(), [layer]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current).__name__ in kinds:
+            return current
+        for node in current._inbound_nodes:
+            queue += [t._keras_history.operation for t in node.input_tensors]
+    return None
+
+
+class OpenVINORunner(Runner):
+    """The IR compiled for the CPU once per input shape: the IR keeps a dynamic batch axis, and the CPU plugin
+    runs a static shape several times faster than a dynamic one (measured on resnet20: 3.3 ms vs 0.4 ms at
+    batch 1), so each batch size gets its own compiled model, cached."""
+
+    runtime = "OpenVINO Runtime (CPU plugin, f32 inference precision)"
+
+    def __init__(self, path, num_threads: int = DEFAULT_THREADS):
+        _require()
+        import openvino as ov
+
+        self._core = ov.Core()
+        self._model = self._core.read_model(str(_xml(Path(path))))
+        self._config = {"INFERENCE_NUM_THREADS": num_threads, "INFERENCE_PRECISION_HINT": "f32",
+                        "PERFORMANCE_HINT": "LATENCY"}
+        self._requests: dict[tuple, tuple] = {}
+        self.inputs = tuple(_spec(t) for t in self._model.inputs)
+        self.outputs = tuple(_spec(t) for t in self._model.outputs)
+
+    def _request(self, shapes: tuple):
+        if shapes not in self._requests:
+            model = self._model.clone()
+            model.reshape({name: list(shape) for name, shape in zip(self.input_names, shapes)})
+            compiled = self._core.compile_model(model, DEVICE, self._config)
+            self._requests[shapes] = (compiled.create_infer_request(), [(o, o.any_name) for o in compiled.outputs])
+        return self._requests[shapes]
+
+    def _infer(self, batch: dict) -> dict[str, np.ndarray]:
+        request, outputs = self._request(tuple(batch[n].shape for n in self.input_names))
+        result = request.infer({n: batch[n] for n in self.input_names})
+        return {name: np.array(result[output]) for output, name in outputs}
+
+    def predict(self, x) -> dict[str, np.ndarray]:
+        """Outputs for `x`: an array (one input), or arrays by input name."""
+        if isinstance(x, dict) and len(x) == 1 and len(self.input_names) == 1:
+            x = next(iter(x.values()))  # the IR may name its one input differently from the signature
+        named = {k: _feed(v) for k, v in self.named(x).items()}
+        return predict_in_chunks(self._infer, named, 256)
+
+
+def _spec(port):
+    dims = [d.get_length() if d.is_static else -1 for d in port.get_partial_shape()]
+    return tensor_info(port.any_name, dims, port.get_element_type().to_dtype())
+
+
+def open_runner(path, *, threads: int = DEFAULT_THREADS, example: np.ndarray | None = None) -> OpenVINORunner:
+    return OpenVINORunner(path, num_threads=threads)
+
+
+# ----------------------------------------------------------------------------- on disk: recognised, metadata, scan
+
+
+def _xml(path: Path) -> Path:
+    return path if path.is_file() else path / IR_NAME
+
+
+def recognise(path: Path) -> bool:
+    return (path.is_dir() and (path / IR_NAME).is_file()) or (path.is_file() and path.suffix.lower() == ".xml")
+
+
+def write_metadata(path: Path, text: str) -> None:
+    """Into the IR's `<rt_info>`, which OpenVINO reads back as `model.get_rt_info()` (the .bin is untouched)."""
+    import xml.etree.ElementTree as ET
+
+    from zoo.formats.metadata import KEY
+
+    xml = _xml(Path(path))
+    tree = ET.parse(xml)
+    root = tree.getroot()
+    info = root.find("rt_info")
+    if info is None:
+        info = ET.SubElement(root, "rt_info")
+    for old in info.findall(KEY):
+        info.remove(old)
+    ET.SubElement(info, KEY, value=text)
+    replace_file(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def read_metadata(path: Path) -> str | None:
+    import xml.etree.ElementTree as ET
+
+    from zoo.formats.metadata import KEY
+
+    entry = ET.parse(_xml(Path(path))).getroot().find(f"rt_info/{KEY}")
+    return None if entry is None else entry.get("value")
+
+
+def scan(path: Path):
+    """(findings, layers scanned): every layer of `model.xml`, read as XML (nothing is compiled or run).
+
+    An IR layer names its operation set in `version`: `opset1` ... `opsetN` are OpenVINO's own
+    operations, run by its plugins; any other version is an extension's (a custom op), whose kernel is
+    native code the application loads with `core.add_extension`. The weights (`model.bin`) are data
+    the layers index by offset; an IR names no other file.
+    """
+    import xml.etree.ElementTree as ET
+
+    xml = _xml(Path(path))
+    try:
+        root = ET.parse(xml).getroot()
+    except (ET.ParseError, OSError) as e:
+        raise ArtifactError(f"{xml} is not a readable OpenVINO IR: {e}") from None
+    if root.tag != "net":
+        raise ArtifactError(f"{xml} is not an OpenVINO IR (its root element is <{root.tag}>, not <net>).")
+    findings, custom, first, scanned = [], {}, {}, 0
+    for layer in root.iter("layer"):  # TensorIterator and Loop bodies nest their own <layers>
+        scanned += 1
+        version = layer.get("version", "")
+        if not version.startswith(OPENVINO_STANDARD_VERSION):
+            op = f"{version}.{layer.get('type', '?')}"
+            custom[op] = custom.get(op, 0) + 1
+            first.setdefault(op, layer.get("name", layer.get("id", "?")))
+    for op, count in custom.items():
+        findings.append(Finding.of(CUSTOM_OPENVINO_OP, f"layer '{first[op]}'", op=op, count=count))
+    return findings, scanned

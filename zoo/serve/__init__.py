@@ -1,0 +1,50 @@
+"""Serve: SavedModels over TF Serving's REST and gRPC APIs: `models.config` and the docker command for
+production, plus a local TF Serving-compatible server and a client for development and tests.
+
+What it is for: `zoo serve`, `zoo.serve.Server`, `zoo.serve.Client`. What it may import: zoo.formats (the
+SavedModel format and TF Serving's conventions, `zoo.formats.tf_serving`: the version layout, warmup
+records, signature names), zoo.scan (every version is scanned before it loads), zoo.core, zoo.errors.
+
+- `zoo.formats.tf_serving`: `publish` (atomic integer versions), `versions`, warmup records
+  (`assets.extra/tf_serving_warmup_requests`), re-exported here.
+- `config.py`: `models.config` (`write_config`) and `docker_command`.
+- `store.py`: the served versions, kept in step with the directory by polling; each scanned
+  (`zoo.scan`) before it loads.
+- `limits.py`: request size, JSON depth, concurrency, queue, deadline, non-finite inputs (`Limits`),
+  and the admission both APIs share; `openapi.py`: the REST API's OpenAPI description.
+- `codec.py`, `errors.py`, `metadata.py`: wire formats, status codes, signature metadata.
+- `rest.py` (Starlette), `grpc_service.py` (grpcio), `server.py` (both), `batching.py`.
+- `client.py`: `Client(url)` over REST or gRPC.
+
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module that defines it, imported on first use (PEP 562): `import
+# zoo.serve` loads neither TensorFlow nor the server's packages.
+_EXPORTS = {
+    **dict.fromkeys(("build_config", "docker_command", "model_names", "parse_labels", "read_config", "write_config"),
+                    "zoo.serve.config"),
+    **dict.fromkeys(("ModelDirError", "ServingError"), "zoo.serve.errors"),
+    **dict.fromkeys(("prune", "publish", "versions"), "zoo.formats.tf_serving"),
+    **dict.fromkeys(("predict_requests", "read_warmup", "write_warmup"), "zoo.formats.tf_serving"),
+    "Client": "zoo.serve.client",
+    "Server": "zoo.serve.server",
+    "ModelStore": "zoo.serve.store",
+    "Batcher": "zoo.serve.batching",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS})
