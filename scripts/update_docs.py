@@ -99,8 +99,27 @@ def models_section() -> str:
     return "\n".join(out) + "\n"
 
 
-SECTIONS = {"commands": commands_section, "formats": formats_section, "knobs": knobs_section,
-            "models": models_section}
+def backends_section() -> str:
+    """Per Keras backend: the strategies `zoo.training.distribute` builds there and the train_step features
+    that run there (each feature class's `backends`), from those declarations."""
+    from zoo.core.train_step import TrainFeature
+    from zoo.training import backends, distribute, features
+
+    kinds = sorted({v for v in vars(features).values()
+                    if isinstance(v, type) and issubclass(v, TrainFeature) and v is not TrainFeature},
+                   key=lambda v: v.name)
+    out = ["| backend | strategies (`--strategy`) | train_step features | refused there |", "|---|---|---|---|"]
+    for backend in backends.BACKENDS:
+        runs = [k.name for k in kinds if backend in k.backends]
+        refused = [k.name for k in kinds if backend not in k.backends]
+        out.append(f"| `{backend}`{' (default)' if backend == backends.DEFAULT else ''} | "
+                   f"{', '.join(f'`{s}`' for s in distribute.BACKEND_STRATEGIES[backend])} | "
+                   f"{', '.join(runs)} | {', '.join(refused) or 'none'} |")
+    return "\n".join(out) + "\n"
+
+
+SECTIONS = {"backends": backends_section, "commands": commands_section, "formats": formats_section,
+            "knobs": knobs_section, "models": models_section}
 
 
 def _this_checkout() -> None:

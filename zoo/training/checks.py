@@ -56,8 +56,14 @@ def gradients(fn_or_layer, inputs, *, epsilon: float = 1e-6, tolerance: float = 
     inputs and, for a layer, its trainable weights. The relative error of
     each entry is |a - n| / max(|a|, |n|, 1e-8).
 
-    It differentiates with `tf.GradientTape`: the TensorFlow backend only.
+    It differentiates with `tf.GradientTape`: the TensorFlow backend only (elsewhere a clear error; the
+    backend-neutral check of a model's gradients is each backend's own autodiff against this one).
     """
+    if keras.backend.backend() != "tensorflow":
+        from zoo.errors import ZooError
+
+        raise ZooError(f"zoo.training.checks.gradients differentiates with tf.GradientTape, so it runs on the "
+                       f"TensorFlow backend only, not {keras.backend.backend()!r}: run it with KERAS_BACKEND=tensorflow.")
     import tensorflow as tf
 
     x = tf.constant(np.asarray(inputs, dtype=np.float64))
