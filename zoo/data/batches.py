@@ -327,13 +327,6 @@ def steps_per_epoch(ds) -> Optional[int]:
     return steps if steps >= 0 else None
 
 
-def stream(ds, skip: int):
-    """The endless stream of `ds`'s batches from global batch `skip` (a resumed run's remaining batches)."""
-    if isinstance(ds, ArrayBatches):
-        return ds.stream(skip)
-    return ds.repeat().skip(skip)
-
-
 def numpy_batches(ds):
     """The batches of one epoch of a batch source (`ArrayBatches` or `tf.data.Dataset`), as NumPy arrays."""
     if isinstance(ds, ArrayBatches):
