@@ -78,7 +78,6 @@ def throughput(case: Case, quick: bool) -> dict:
 
     import zoo
     import zoo.data
-    from zoo.data import batches
     from zoo.training.builders import resolve_jit_compile
 
     case = dataclasses.replace(case, **QUICK) if quick else case
@@ -87,9 +86,9 @@ def throughput(case: Case, quick: bool) -> dict:
     model = zoo.build(case.model, input_shape=info.input_shape, num_classes=info.num_classes)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"], jit_compile=resolve_jit_compile("auto"))
-    data = zoo.data.load(case.dataset, "train", batch_size=case.batch_size, seed=0)
+    data = zoo.data.load(case.dataset, "train", batch_size=case.batch_size, seed=0, stream_from=0)
     timer = _Timer(case.warmup)
-    model.fit(batches.stream(data, 0), steps_per_epoch=case.warmup + case.steps, epochs=1, verbose=0,
+    model.fit(data, steps_per_epoch=case.warmup + case.steps, epochs=1, verbose=0,
               callbacks=[timer.callback])
     samples = case.steps * case.batch_size
     return {"model": case.model, "dataset": case.dataset, "batch_size": case.batch_size, "steps": case.steps,

@@ -45,6 +45,32 @@ def test_shuffle_is_a_new_permutation_each_epoch_and_seeded():
     np.testing.assert_array_equal(epochs(0)[0], first)
 
 
+@pytest.mark.parametrize("path", ["memory", "streaming"])
+def test_a_stream_gives_the_same_batches_to_every_iterator_and_resumes_exactly(path):
+    """The bug it guards: TensorFlow's `fit` under a strategy iterates its dataset once more, and a
+    `shuffle(reshuffle_each_iteration=True)` then moved every later epoch to another order (resume not exact)."""
+    rows = arrays(10)
+    tf.random.set_seed(0)  # a global seed of 0 once made the per-epoch shuffle test a tensor as a bool
+
+    def stream(start):
+        batching = Batching(4, seed=5, stream_from=start)
+        if path == "memory":
+            return memory.from_memory(rows, batching, shuffle=True)
+        return pipeline.build_pipeline(rows.to_dataset(), batching, num_examples=10, shuffle=True)
+
+    def labels(ds, n):
+        return [y for _, y in batches(ds.take(n))]
+
+    whole = stream(0)
+    first = labels(whole, 9)  # 3 epochs of 3 batches (4, 4, 2)
+    for a, b in zip(labels(whole, 9), first, strict=True):  # a second iterator: the same batches
+        np.testing.assert_array_equal(a, b)
+    epochs = [np.concatenate(first[e * 3:e * 3 + 3]) for e in range(3)]
+    assert all(sorted(e) == list(range(10)) for e in epochs) and not np.array_equal(epochs[0], epochs[1])
+    for a, b in zip(labels(stream(4), 5), first[4:], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_drop_remainder_and_repeat():
     rows = arrays(10)
     assert [len(y) for _, y in batches(memory.from_memory(rows, Batching(4, drop_remainder=True)))] == [4, 4]

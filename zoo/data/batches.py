@@ -8,10 +8,14 @@ Every reader in `zoo.data` serves its splits through one of two batch sources:
   at once, so a process on those backends never imports TensorFlow. Keras takes both kinds on every
   backend (https://keras.io/api/utils/python_utils/#pydataset-class).
 
-`ArrayBatches` is stateless per batch: batch `i` of the stream is batch `i % steps` of epoch
-`i // steps`, whose order is a permutation drawn from `(seed, epoch)`. So a resumed run that skips
-the batches it trained on (`stream(skip)`) sees exactly the batches an uninterrupted run would, and
-several processes of one data-parallel run (`shard`) each take their rows of the same global batch.
+A training run is fed the split's *stream* (`Batching.stream_from`): epoch after epoch without end,
+batch `i` of the stream being batch `i % steps` of epoch `i // steps`, whose order is drawn from
+`(seed, epoch)` alone. Both batch sources build it statelessly, so every iteration of a stream yields
+the same batches: a resumed run that starts its stream past the batches it trained on sees exactly the
+batches an uninterrupted run would, however often Keras iterates the dataset it is given (TensorFlow's
+`fit` under a `tf.distribute` strategy iterates it once more to build the model, which advances a
+`shuffle(reshuffle_each_iteration=True)` to its next order), and several processes of one data-parallel
+run (`shard`) each take their rows of the same global batch.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from typing import Optional
 import keras
 import numpy as np
 
-# The six settings that turn a split into batches, declared once (each reader takes them by keyword).
-BATCHING_FIELDS = ("batch_size", "shuffle", "seed", "cache", "drop_remainder", "repeat")
+# The settings that turn a split into batches, declared once (each reader takes them by keyword).
+BATCHING_FIELDS = ("batch_size", "shuffle", "seed", "cache", "drop_remainder", "repeat", "stream_from")
 
 
 def validate_batch_size(batch_size) -> int:
@@ -63,7 +67,12 @@ class Batching:
         seed: makes the sequence of epoch orders reproducible.
         cache: keep preprocessed examples in memory where they fit (streaming `tf.data` splits).
         drop_remainder: drop each epoch's last, incomplete batch.
-        repeat: repeat forever (then give `fit` a `steps_per_epoch`).
+        repeat: repeat forever (then give `fit` a `steps_per_epoch`); examples are repeated before they are
+            batched, so every batch is full.
+        stream_from: the split's endless stream from global batch `stream_from` on (see the module
+            docstring): each epoch batched on its own and ordered from `(seed, epoch)`, the same batches
+            however often it is iterated. The skipped epochs cost nothing. What a training run (exact
+            resume) is fed; None: one epoch (or `repeat`).
     """
 
     batch_size: int = 128
@@ -72,6 +81,7 @@ class Batching:
     cache: bool = True
     drop_remainder: bool = False
     repeat: bool = False
+    stream_from: Optional[int] = None
 
     def __post_init__(self):
         validate_batch_size(self.batch_size)
@@ -82,6 +92,16 @@ class Batching:
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
         object.__setattr__(self, "batch_size", int(self.batch_size))
+        if self.stream_from is not None:
+            if isinstance(self.stream_from, bool) or not isinstance(self.stream_from, (int, np.integer)) \
+                    or self.stream_from < 0:
+                raise ValueError(f"stream_from must be a non-negative integer (a global batch) or None, got "
+                                 f"{self.stream_from!r}.")
+            if self.repeat:
+                raise ValueError("repeat=True and stream_from are two kinds of endless batches: repeat repeats "
+                                 "the examples before batching them, stream_from gives epoch after epoch, each "
+                                 "batched and ordered on its own. Give one.")
+            object.__setattr__(self, "stream_from", int(self.stream_from))
 
     def replace(self, **changes) -> "Batching":
         unknown = set(changes) - set(BATCHING_FIELDS)
@@ -92,6 +112,18 @@ class Batching:
     def steps(self, num_examples: int) -> int:
         """Batches per epoch for `num_examples` examples."""
         return num_examples // self.batch_size if self.drop_remainder else math.ceil(num_examples / self.batch_size)
+
+    def stream_start(self, num_examples: int) -> tuple[int, int]:
+        """`(epoch, batch in that epoch)` where the stream of `num_examples` examples starts (`stream_from`)."""
+        steps = self.steps(num_examples)
+        if steps == 0:
+            raise ValueError(f"A stream of {num_examples} examples in batches of {self.batch_size} with "
+                             f"drop_remainder=True has no batch: give a smaller batch_size or drop_remainder=False.")
+        return divmod(self.stream_from or 0, steps)
+
+    def stream_seed(self) -> int:
+        """The seed every epoch's order of the stream is drawn from with the epoch: `seed`, or fresh entropy."""
+        return self.seed if self.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
 
     @classmethod
     def of(cls, batching: "Batching | None" = None, **settings) -> "Batching":
@@ -186,10 +218,12 @@ class ArrayBatches(keras.utils.PyDataset):
         self.augment = augment
         self.num_examples = len(arrays)
         self.steps_per_epoch = batching.steps(self.num_examples)
-        self._entropy = batching.seed if batching.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+        self._entropy = batching.stream_seed()
         self._order_cache: tuple[int, np.ndarray] | None = None
-        self.skip = 0
-        self.endless = batching.repeat
+        if batching.stream_from is not None:
+            batching.stream_start(self.num_examples)  # checks the stream has batches
+        self.skip = batching.stream_from or 0
+        self.endless = batching.repeat or batching.stream_from is not None
         self.shard_index, self.shard_count = 0, 1
         self.pad_to: int | None = None  # evaluation batches padded to a multiple, with zero sample weights
         self.trim_to: int | None = None  # training batches cut to a multiple
@@ -202,8 +236,10 @@ class ArrayBatches(keras.utils.PyDataset):
         return other
 
     def stream(self, skip: int = 0) -> "ArrayBatches":
-        """The endless stream of batches from global batch `skip` on: epoch after epoch, each reshuffled."""
-        return self._copy(skip=int(skip), endless=True)
+        """The endless stream of batches from global batch `skip` on (`Batching.stream_from`)."""
+        batching = self.batching.replace(repeat=False, stream_from=skip)
+        batching.stream_start(self.num_examples)
+        return self._copy(batching=batching, skip=batching.stream_from, endless=True)
 
     def shard(self, index: int, count: int, pad_to: int | None = None, trim_to: int | None = None) -> "ArrayBatches":
         """Process `index` of `count`: its equal, contiguous share of every global batch.
@@ -289,13 +325,6 @@ def steps_per_epoch(ds) -> Optional[int]:
         return ds.steps_per_epoch
     steps = int(ds.cardinality())
     return steps if steps >= 0 else None
-
-
-def stream(ds, skip: int):
-    """The endless stream of `ds`'s batches from global batch `skip` (a resumed run's remaining batches)."""
-    if isinstance(ds, ArrayBatches):
-        return ds.stream(skip)
-    return ds.repeat().skip(skip)
 
 
 def numpy_batches(ds):

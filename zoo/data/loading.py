@@ -149,6 +149,8 @@ def load(
         cache: cache preprocessed examples in memory when they fit (~2 GB).
         drop_remainder: drop the last partial batch.
         repeat: repeat forever (pass ``steps_per_epoch`` to ``fit``).
+        stream_from: the endless stream from this global batch on, each epoch's order drawn from
+            ``(seed, epoch)`` (what a training run is fed: `zoo.data.batches`).
         shuffle_buffer: shuffle buffer; default the whole split (capped at 100k).
 
     For MNIST: x is float32 in [0, 1] of shape (B, 28, 28, 1), y int32 (B,).
@@ -191,7 +193,8 @@ def load(
     # across epochs, so shuffle files too; with it, the shuffle buffer suffices
     # and file order stays fixed (the cache content is the same every run).
     will_cache = cache and bool(spec.input_shape) and pipeline.should_cache(num_examples, _preprocessed_element(spec))
-    ds = tfds_source.read_split(builder, split, shuffle_files=shuffle and not will_cache, seed=seed)
+    ds = tfds_source.read_split(builder, split, shuffle_files=shuffle and not will_cache, seed=seed,
+                                reshuffle=batching.stream_from is None)
     return pipeline.build_pipeline(ds, batching, preprocess=spec.preprocess, num_examples=num_examples,
                                    shuffle=shuffle, shuffle_buffer=shuffle_buffer)
 

@@ -8,6 +8,8 @@ kept as arrays of its *raw* values (uint8 pixels, not float32: 4x less
 memory and bandwidth) and served a batch at a time:
 
     indices: range(n) -> shuffle (train, reshuffled every epoch, seeded) -> batch
+             (a stream, `Batching.stream_from`: epoch after epoch, each a stateless permutation of
+             range(n) drawn from (seed, epoch), batched on its own)
     -> gather the batch's rows from the arrays (one op per array)
     -> the dataset's per-example preprocessing, vectorized over the batch (`tf.vectorized_map`)
     -> prefetch
@@ -99,12 +101,15 @@ def from_memory(arrays: Arrays, batching: Batching, preprocess: Callable | None 
 
     n = len(arrays)
     data = tf.nest.map_structure(tf.constant, arrays.data)
-    indices = tf.data.Dataset.range(n)
-    if shuffle:
-        indices = indices.shuffle(max(n, 1), seed=batching.seed, reshuffle_each_iteration=True)
-    if batching.repeat:
-        indices = indices.repeat()
-    indices = indices.batch(batching.batch_size, drop_remainder=batching.drop_remainder)
+    if batching.stream_from is not None:
+        indices = _stream_indices(n, batching, shuffle)
+    else:
+        indices = tf.data.Dataset.range(n)
+        if shuffle:
+            indices = indices.shuffle(max(n, 1), seed=batching.seed, reshuffle_each_iteration=True)
+        if batching.repeat:
+            indices = indices.repeat()
+        indices = indices.batch(batching.batch_size, drop_remainder=batching.drop_remainder)
 
     def gather(idx):
         batch = tf.nest.map_structure(lambda a: tf.gather(a, idx), data)
@@ -113,3 +118,22 @@ def from_memory(arrays: Arrays, batching: Batching, preprocess: Callable | None 
         return tf.vectorized_map(lambda element: _apply(preprocess, element), batch)
 
     return indices.map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _stream_indices(n: int, batching: Batching, shuffle: bool):
+    """The row indices of the stream's batches (`Batching.stream_from`), built statelessly: epoch `e` is
+    `stateless_shuffle(range(n), (seed, e))`, so every iterator of the dataset yields the same batches (a
+    `shuffle(reshuffle_each_iteration=True)` gives each new iterator the next order instead)."""
+    import tensorflow as tf
+
+    first, skip = batching.stream_start(n)
+    seed = tf.constant(batching.stream_seed(), tf.int64)
+
+    def epoch(e):
+        order = tf.range(n, dtype=tf.int64)
+        if shuffle:
+            order = tf.random.experimental.stateless_shuffle(order, seed=tf.stack([seed, e]))
+        return tf.data.Dataset.from_tensor_slices(order).batch(batching.batch_size,
+                                                               drop_remainder=batching.drop_remainder)
+
+    return tf.data.Dataset.counter(first).flat_map(epoch).skip(skip)

@@ -9,6 +9,10 @@ Order of stages (and why):
 4. ``repeat`` (optional) before ``batch`` so every batch is full across epochs.
 5. ``batch`` then ``prefetch(AUTOTUNE)``.
 
+A stream (`zoo.data.batches.Batching.stream_from`, what a training run is fed) replaces 3-5 by
+epoch after epoch of the cached examples, each shuffled with a seed drawn from ``(seed, epoch)`` and
+batched on its own: every iterator of it yields the same batches.
+
 A split given as in-memory arrays (`zoo.data.memory.Arrays`: tables, arrays,
 and decoded image splits from `zoo.data.decoded_cache`) skips all of this for
 the batch-at-a-time path of `zoo.data.memory.from_memory`, whose first epoch
@@ -117,19 +121,22 @@ def build_pipeline(
         ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if batching.cache and should_cache(num_examples, ds.element_spec):
         ds = ds.cache()
-    if shuffle:
-        if shuffle_buffer is None:
-            known = num_examples is not None and num_examples > 0
-            shuffle_buffer = min(num_examples, MAX_SHUFFLE_BUFFER) if known else DEFAULT_SHUFFLE_BUFFER
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if batching.repeat:
-        ds = ds.repeat()
-    ds = ds.batch(
-        batching.batch_size,
-        drop_remainder=batching.drop_remainder,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic,
-    )
+    if shuffle and shuffle_buffer is None:
+        known = num_examples is not None and num_examples > 0
+        shuffle_buffer = min(num_examples, MAX_SHUFFLE_BUFFER) if known else DEFAULT_SHUFFLE_BUFFER
+
+    def batched(examples):
+        return examples.batch(batching.batch_size, drop_remainder=batching.drop_remainder,
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+
+    if batching.stream_from is not None:
+        ds = _stream(ds, batching, num_examples, shuffle_buffer if shuffle else None, batched)
+    else:
+        if shuffle:
+            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        if batching.repeat:
+            ds = ds.repeat()
+        ds = batched(ds)
     ds = ds.prefetch(tf.data.AUTOTUNE)
 
     options = tf.data.Options()
@@ -137,6 +144,35 @@ def build_pipeline(
     options.experimental_optimization.map_parallelization = True
     options.experimental_optimization.parallel_batch = True
     return ds.with_options(options)
+
+
+def _stream(examples, batching: Batching, num_examples: Optional[int], shuffle_buffer: Optional[int], batched):
+    """The stream of `examples` (`Batching.stream_from`): epoch `e` shuffled (when `shuffle_buffer`) with a
+    seed drawn from `(seed, e)`, a new shuffle per epoch that does not reshuffle, so the order depends on the
+    epoch alone and not on how many iterators the dataset had before. The cached examples stay cached: every
+    epoch reads the one cache, as a `shuffle(...).repeat()` would."""
+    import tensorflow as tf
+
+    if num_examples is None or num_examples < 0:
+        known = int(examples.cardinality())
+        if known < 0:
+            raise ValueError("stream_from needs the split's number of examples (num_examples), to know where an "
+                             "epoch ends; it is unknown here.")
+        num_examples = known
+    first, skip = batching.stream_start(num_examples)
+    seed = tf.constant(batching.stream_seed(), tf.int64)
+
+    def epoch(e):
+        if shuffle_buffer is None:
+            return batched(examples)
+        epoch_seed = tf.random.stateless_uniform([], tf.stack([seed, e]), minval=None, maxval=None, dtype=tf.int64)
+        # `Dataset.shuffle` pairs its seed with the graph's: fix this function graph's, so the order is drawn from
+        # (seed, e) alone whatever the global seed, and a global seed of 0 does not make TensorFlow test the
+        # tensor seed as a Python bool (random_seed.get_seed's `seeds == (0, 0)`).
+        tf.random.set_seed(1)
+        return batched(examples.shuffle(shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False))
+
+    return tf.data.Dataset.counter(first).flat_map(epoch).skip(skip)
 
 
 @takes_batching(shuffle=False)

@@ -252,14 +252,16 @@ def validate_split(builder, split: str, dataset_name: str) -> Optional[int]:
         return None
 
 
-def read_split(builder, split: str, *, shuffle_files: bool = False, seed: Optional[int] = None):
+def read_split(builder, split: str, *, shuffle_files: bool = False, seed: Optional[int] = None,
+               reshuffle: bool = True):
     """Unbatched examples of `split` (``(x, y)`` when the builder has supervised keys).
 
-    Files are read in order unless `shuffle_files`; TFDS's own autocache is off
-    because zoo caches after preprocessing.
+    Files are read in order unless `shuffle_files`, in a new order at every iteration unless not
+    `reshuffle` (a stream's epochs must not depend on how often it was iterated: `zoo.data.batches`);
+    TFDS's own autocache is off because zoo caches after preprocessing.
     """
     t = tfds()
-    read_config = t.ReadConfig(try_autocache=False, shuffle_seed=seed)
+    read_config = t.ReadConfig(try_autocache=False, shuffle_seed=seed, shuffle_reshuffle_each_iteration=reshuffle)
     return builder.as_dataset(
         split=split,
         as_supervised=builder.info.supervised_keys is not None,

@@ -6,6 +6,7 @@ input pipeline a run would use (Model Garden's task split: `build_model`, `build
 
 from __future__ import annotations
 
+import functools
 import math
 
 import keras
@@ -161,20 +162,25 @@ def load_splits(config: TrainConfig, data=None):
     With `data` (a `zoo.data.PathData`) its own train, validation and test splits are used.
     """
     if data is not None:
-        def load_own(split, shuffle):
-            return data.splits.dataset(split, batch_size=config.batch_size, seed=config.seed, shuffle=shuffle)
-
         parts = data.splits.parts
-        train_ds = augment.apply(load_own("train", True), config.augment, seed=config.seed)
-        return (train_ds, load_own("validation", False) if "validation" in parts else None,
-                load_own("test", False) if "test" in parts else None)
+        own = functools.partial(data.splits.dataset, batch_size=config.batch_size, seed=config.seed, shuffle=False)
+        return (load_train(config, data), own("validation") if "validation" in parts else None,
+                own("test") if "test" in parts else None)
 
-    def load(split, shuffle):
-        return zoo.data.load(
-            config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed, shuffle=shuffle
-        )
+    def load(split):
+        return zoo.data.load(config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed,
+                             shuffle=False)
 
-    train_ds = augment.apply(load(config.train_split, True), config.augment, seed=config.seed)
-    val_ds = load(config.val_split, False) if config.val_split else None
-    test_ds = load(config.test_split, False) if config.test_split else None
-    return train_ds, val_ds, test_ds
+    return (load_train(config), load(config.val_split) if config.val_split else None,
+            load(config.test_split) if config.test_split else None)
+
+
+def load_train(config: TrainConfig, data=None, stream_from: int | None = None):
+    """The train split's batches, shuffled and augmented; with `stream_from`, its endless stream from that
+    global batch on (`zoo.data.batches`): what `fit` is fed, the same batches however often it is iterated."""
+    batching = dict(batch_size=config.batch_size, seed=config.seed, shuffle=True, stream_from=stream_from)
+    if data is not None:
+        ds = data.splits.dataset("train", **batching)
+    else:
+        ds = zoo.data.load(config.dataset, config.train_split, data_dir=config.data_dir, **batching)
+    return augment.apply(ds, config.augment, seed=config.seed)

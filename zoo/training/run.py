@@ -28,7 +28,7 @@ from zoo.data import batches
 from zoo.errors import ZooError
 from zoo.fileio import atomic_write_text, ensure_dir
 from zoo.training import augment, backends, baselines, distribute, features, multi_worker, thread_pools
-from zoo.training.builders import build_and_compile, load_splits, task_of
+from zoo.training.builders import build_and_compile, load_splits, load_train, task_of
 from zoo.training.callbacks import (
     NonFiniteGuard,
     NonFiniteLossError,
@@ -106,6 +106,9 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         return (distribute.feed(strategy, train, training=True), distribute.feed(strategy, val, training=False),
                 distribute.feed(strategy, test, training=False))
 
+    def stream(skip):
+        return distribute.feed(strategy, load_train(config, data, stream_from=skip), training=True)
+
     train_ds, val_ds, test_ds = splits()
     steps_per_epoch = batches.steps_per_epoch(train_ds)
     if steps_per_epoch == 0:
@@ -154,7 +157,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
                                 shuffle=False)
         multi = distribute.is_multi_worker(strategy)
         try:
-            history = _fit_from(fit, lambda: splits()[0], config, steps_per_epoch if exact_resume else None,
+            history = _fit_from(fit, train_ds, stream, config, steps_per_epoch if exact_resume else None,
                                 backup.epoch, backup.step_in_epoch, multi_worker=multi and backend == "tensorflow")
         except Exception as e:
             if not multi:
@@ -307,25 +310,26 @@ def save_run_preset(model, config: TrainConfig, test_metrics: dict):
     )
 
 
-def _fit_from(fit, make_train_ds, config: TrainConfig, steps_per_epoch: int | None, epoch: int, step_in_epoch: int,
-              multi_worker: bool = False) -> dict:
+def _fit_from(fit, train_ds, stream, config: TrainConfig, steps_per_epoch: int | None, epoch: int,
+              step_in_epoch: int, multi_worker: bool = False) -> dict:
     """Runs `fit` from (epoch, step_in_epoch) to `config.epochs`; returns the merged history.
 
-    With a known epoch length the data is one repeated stream (epoch e's
-    shuffle order is the e-th repetition's, fixed by the seed; `zoo.data.batches.stream`) and a resumed
-    run skips the batches already trained on, so it sees exactly the batches
-    an uninterrupted run would. A run killed mid-epoch first finishes that
-    epoch (a `fit` of the remaining steps), then runs the rest. Each `fit`
-    gets a freshly built dataset: a seeded shuffle's order depends on how many
-    times that dataset object has been iterated before.
+    With a known epoch length `fit` is fed the train split's stream (`stream(skip)`: the endless stream
+    from global batch `skip`, `zoo.data.batches`): epoch e's order is drawn from (seed, e) alone, and a
+    resumed run's stream starts past the batches already trained on, so it sees exactly the batches an
+    uninterrupted run would. A run killed mid-epoch first finishes that epoch (a `fit` of the remaining
+    steps), then runs the rest. The stream is stateless because Keras may iterate what it is given more
+    than once (TensorFlow's `fit` under a `tf.distribute` strategy takes a first batch to build the model,
+    then iterates again), and a `shuffle(reshuffle_each_iteration=True)` gives every new iteration the next
+    order. With an unknown length `fit` is fed `train_ds` (one epoch) and the run resumes at epoch granularity.
     """
     if epoch >= config.epochs:
         return {}
     if steps_per_epoch is None:  # unknown length: resume at epoch granularity
-        return fit(make_train_ds(), initial_epoch=epoch, epochs=config.epochs).history
+        return fit(train_ds, initial_epoch=epoch, epochs=config.epochs).history
 
-    def stream(skip):
-        ds = batches.stream(make_train_ds(), skip)
+    def fed(skip):
+        ds = stream(skip)
         if multi_worker:  # TensorFlow's
             import tensorflow as tf
 
@@ -338,11 +342,11 @@ def _fit_from(fit, make_train_ds, config: TrainConfig, steps_per_epoch: int | No
     done = epoch * steps_per_epoch + step_in_epoch
     histories = []
     if step_in_epoch:
-        histories.append(fit(stream(done), initial_epoch=epoch, epochs=epoch + 1,
+        histories.append(fit(fed(done), initial_epoch=epoch, epochs=epoch + 1,
                              steps_per_epoch=steps_per_epoch - step_in_epoch).history)
         epoch, done = epoch + 1, (epoch + 1) * steps_per_epoch
     if epoch < config.epochs:
-        histories.append(fit(stream(done), initial_epoch=epoch, epochs=config.epochs,
+        histories.append(fit(fed(done), initial_epoch=epoch, epochs=config.epochs,
                              steps_per_epoch=steps_per_epoch).history)
     merged: dict = {}
     for h in histories:
