@@ -2,7 +2,7 @@
 
 import pytest
 
-from zoo.benchmarks.cost_curves import fit_affine, saturation_point
+from benchmarks.cost_curves import fit_affine, saturation_point
 
 
 def points(throughputs, clients=(1, 2, 4, 8, 16, 32, 64)):

@@ -29,7 +29,7 @@ import urllib.parse
 
 import numpy as np
 
-from zoo.benchmarks.common import machine, markdown_table
+from benchmarks.common import machine, markdown_table
 from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 GRPC_SERVER_FAULTS = ("INTERNAL", "UNKNOWN", "DATA_LOSS", "UNAVAILABLE")
@@ -408,7 +408,7 @@ def fuzz(rest_url: str, grpc_target: str, n: int, seed: int = 0) -> dict:
 
 
 def publish_fuzz_models(base) -> None:
-    from zoo.benchmarks.serving_models import publish_count, publish_scale, publish_text
+    from benchmarks.serving_models import publish_count, publish_scale, publish_text
 
     publish_scale(base)
     publish_count(base)
@@ -416,7 +416,7 @@ def publish_fuzz_models(base) -> None:
 
 
 def run(args) -> dict:
-    from zoo.benchmarks.serving_load import ServerProcess
+    from benchmarks.serving_load import ServerProcess
 
     with tempfile.TemporaryDirectory(prefix="zoo-serving-fuzz-") as base:
         publish_fuzz_models(base)

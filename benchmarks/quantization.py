@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks.common import cpu_count, first_examples, machine, markdown_table, measure
+from benchmarks.common import ROOT, cpu_count, first_examples, machine, markdown_table, measure
 
 RUNTIMES = ("tflite", "onnx", "openvino")
 PRECISIONS = ("float32", "float16", "int8")
-STUDY_DIR = Path(__file__).resolve().parents[2] / "results" / "quantization"
+STUDY_DIR = ROOT / "results" / "quantization"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ import statistics
 import tempfile
 import time
 
-from zoo.benchmarks.common import machine
+from benchmarks.common import machine
 
 PRESET = "convnet_bn_mnist0to4"
 PRETRAIN = dict(model="convnet_bn", dataset="mnist_0to4", epochs=2, batch_size=256, optimizer="adamw", lr=1e-2,

@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zoo.benchmarks.common import first_examples, machine, markdown_table
-from zoo.benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR
+from benchmarks.common import first_examples, machine, markdown_table
+from benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR
 
 RUNTIMES = ("tflite", "onnx")
 HURT_POINTS = 1.0  # the bar: PTQ int8 loses at least this many points
@@ -106,8 +106,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from zoo.export.isolation import ConversionProcess
     from zoo.errors import UnknownNameError
+    from zoo.export.isolation import ConversionProcess
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     runtimes = [n.strip() for n in args.runtimes.split(",") if n.strip()]
