@@ -137,7 +137,8 @@ def benchmark_artifacts(paths, out_dir=None, *, data=None, formats=None, latency
     metric on `data` by `zoo.artifacts.val` (default: the data its metadata records; none: no metric) and its
     median batch-1 latency over `latency_runs` runs after warm-up. One that fails keeps its row, with the reason.
     The table goes to `out_dir` (default: the folder of the artifacts)."""
-    from zoo.artifacts import load, val
+    from zoo.artifacts.artifact import load
+    from zoo.artifacts.val import val  # (the package's `val` is the module once the module is imported)
     from zoo.formats import parse_formats
     from zoo.formats.ptq.x86_int8 import machine_record
 
