@@ -8,7 +8,7 @@ A suite is a module in `benchmarks` with
     markdown(result) -> str          # the summary table(s)
     plots(result, folder) -> [Path]  # optional: PNGs (matplotlib, Agg backend)
 
-and an entry in `benchmarks.SUITES`. `zoo benchmark NAME` (and
+and an entry in `benchmarks.SUITES`. `python scripts/benchmark.py NAME` (and
 `scripts/benchmark.py NAME`) runs it and writes `<name>.json`, `<name>.md` and
 its plots to `benchmarks/results/`.
 """

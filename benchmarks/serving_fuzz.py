@@ -16,7 +16,7 @@ gRPC status must not be a server fault (INTERNAL, UNKNOWN, DATA_LOSS, UNAVAILABL
 connection the server drops counts as a failure. Before and after, a valid request must
 get the same answer, bit for bit, over both APIs.
 
-`zoo benchmark serving-fuzz` runs it against `zoo serve` in a subprocess and writes
+`python scripts/benchmark.py serving-fuzz` runs it against `zoo serve` in a subprocess and writes
 `benchmarks/results/serving_fuzz.json`; `tests/test_serving_limits.py` runs a few hundred cases.
 """
 

@@ -12,7 +12,7 @@ an honest estimate. The two tasks share no class: what transfers is the
 features. A fine-tuning setup beats scratch convincingly when its margin over
 scratch exceeds the spread (max - min) of both over seeds.
 
-    zoo benchmark transfer --results results/transfer
+    python scripts/benchmark.py transfer --results results/transfer
 """
 
 from __future__ import annotations

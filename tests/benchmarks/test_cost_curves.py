@@ -1,4 +1,4 @@
-"""`zoo benchmark cost-curves`: the fits that say where each curve bends, on made-up points."""
+"""`python scripts/benchmark.py cost-curves`: the fits that say where each curve bends, on made-up points."""
 
 import pytest
 

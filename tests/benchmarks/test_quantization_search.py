@@ -1,4 +1,4 @@
-"""`zoo benchmark quantization-search`: every candidate is a valid training run, and bad names fail early."""
+"""`python scripts/benchmark.py quantization-search`: every candidate is a valid training run, and bad names fail early."""
 
 import argparse
 
