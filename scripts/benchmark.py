@@ -21,4 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    from zoo.cli import tf_logs
+
+    tf_logs.configure(verbose=False)  # TensorFlow's C++ start-up lines off, as for `zoo`; TF_CPP_MIN_LOG_LEVEL=0 shows them
     sys.exit(main(sys.argv[1:], prog="benchmark.py"))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
 
 
@@ -19,7 +17,6 @@ def add(sub):
                     "measures those as they are. Writes benchmark.json, .md and .csv beside the artifacts.",
         epilog="The project's own benchmark suites (training against stock Keras, serving load, ...) run with "
                "`python scripts/benchmark.py SUITE` from a clone (the top-level benchmarks/ folder).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL_OR_RUN",
                    help="a run directory (zoo train's), a .keras file, a registry name (untrained: size and latency "
