@@ -310,10 +310,14 @@ def _load(model, trust):
     from zoo.artifacts import load_model_file
     from zoo.artifacts.artifact import resolve
 
+    from zoo.artifacts.artifact import RUN_DIR_MODELS
+
     path = Path(ref)
     if path.is_dir():
         path = resolve(path)[0]
-    run_dir = path.parent if (path.parent / RUN_RECORD).is_file() else None
+    # a run folder: `zoo train` wrote its last.keras / best.keras (and run.json, where the run layer recorded it)
+    is_run = path.name in RUN_DIR_MODELS or (path.parent / RUN_RECORD).is_file()
+    run_dir = path.parent if is_run else None
     return load_model_file(path, trust=trust), path, run_dir
 
 
