@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -97,6 +99,12 @@ def test_an_exported_set_is_measured_as_it_is_and_a_damaged_artifact_keeps_its_r
     good = report.row("onnx", "float32")
     assert good.ok and good.metric == pytest.approx(accuracy) and good.latency_ms > 0
     assert report.row("onnx", "int8").ok and (tmp_path / "benchmark.md").is_file()
+    # the command, in a fresh process: the runtimes, Pillow and NumPy, no TensorFlow and no Keras
+    probe = (f"import sys, zoo.cli; rc = zoo.cli.main(['benchmark', {str(tmp_path)!r}, '--latency-runs', '2'])\n"
+             "print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras'}))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.getcwd()), cwd=os.getcwd()).stdout
+    assert out.splitlines()[-1] == "1 []", out  # exit 1: the damaged artifact failed, the others were measured
 
 
 def test_bad_input_is_a_clear_error(run, tmp_path, capsys):
