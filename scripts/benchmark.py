@@ -23,5 +23,5 @@ from benchmarks.cli import main  # noqa: E402
 if __name__ == "__main__":
     from zoo.cli import tf_logs
 
-    tf_logs.configure(verbose=False)  # TensorFlow's C++ start-up lines off, as for `zoo`; TF_CPP_MIN_LOG_LEVEL=0 shows them
+    tf_logs.configure(verbose=False)  # TensorFlow's C++ start-up lines off as for `zoo` (TF_CPP_MIN_LOG_LEVEL=0: on)
     sys.exit(main(sys.argv[1:], prog="benchmark.py"))

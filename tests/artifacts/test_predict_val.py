@@ -126,8 +126,8 @@ def test_predict_and_val_on_a_lite_runtime_import_neither_tensorflow_nor_keras(e
                  f"report = zoo.artifacts.val(art, (np.array({x.tolist()!r}, np.float32), np.array({y.tolist()!r})))\n"
                  "assert report.metrics['accuracy'] == 1.0, report.table()\n")  # the same decisions as Keras
         out = root.parent / f"val-{kind}"
-        code += (f"assert zoo.cli.main(['val', {exported[kind]!r}, '--data', {str(root)!r}, '--out', {str(out)!r}]) == 0\n"
-                 f"assert json.loads(open({str(out / 'report.json')!r}).read())['metrics']['accuracy'] == {accuracy!r}\n")
+        code += (f"assert zoo.cli.main(['val', {exported[kind]!r}, '--data', {str(root)!r}, '--out', {str(out)!r}]) "
+                 f"== 0\nassert json.load(open({str(out / 'report.json')!r}))['metrics']['accuracy'] == {accuracy!r}\n")
     heavy = [m for m in _loaded_after(code) if m.split(".")[0] in ("tensorflow", "keras", "tf_keras")]
     assert heavy == []
 

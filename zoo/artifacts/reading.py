@@ -73,8 +73,9 @@ def labelled_image_files(folder: str, classes=None) -> tuple[list[str], list[tup
         raise DataError(f"Image folder {folder} has no class subfolders.")
     files = []
     for name in names:
-        files += [(name, os.path.join(d, f)) for d, _, fs in sorted(os.walk(os.path.join(folder, name), followlinks=True))
-                  for f in sorted(fs) if f.lower().endswith(IMAGE_SUFFIXES) and not f.startswith(".")]
+        walk = sorted(os.walk(os.path.join(folder, name), followlinks=True))
+        files += [(name, os.path.join(d, f)) for d, _, fs in walk for f in sorted(fs)
+                  if f.lower().endswith(IMAGE_SUFFIXES) and not f.startswith(".")]
     return names, files
 
 

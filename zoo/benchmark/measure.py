@@ -31,8 +31,8 @@ from zoo.export.results import FAILED_VERIFICATION, PASSED
 
 RUN_RECORD = "run.json"  # what `zoo train` writes into a run folder (its config: the data it read)
 OUT_DIR = "benchmark"  # a run folder's benchmark goes into this subfolder
-FULL_INT8 = "int8"
-EXPORT_REPORT = "report.json"  # what `zoo export` writes beside the artifacts: each one's format and precision  # the variant that needs calibration data (dynamic int8 does not)
+FULL_INT8 = "int8"  # the variant that needs calibration data (dynamic int8 does not)
+EXPORT_REPORT = "report.json"  # what `zoo export` writes beside the artifacts: each one's format and precision
 
 
 def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int | None = None,
@@ -73,7 +73,7 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
     if data is None:
         data = recorded_data(model, run_dir, max_samples)
         if data is None:
-            notes.append("no data recorded with the model: random inputs, so no metric (give --data or --dataset)")
+            notes.append("no data recorded with the model: random inputs, so no metric (give --data PATH_OR_DATASET)")
     else:
         data = zoo.export.ExportData.of(data, model)
         if max_samples is not None:
