@@ -67,6 +67,7 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
     if artifacts is not None:
         return benchmark_artifacts(artifacts, out_dir, data=data, formats=formats, latency_runs=latency_runs,
                                    trust=trust, threads=threads, source=model)
+    from_registry = not hasattr(model, "predict") and not os.path.exists(os.fspath(model))
     model, source, run_dir = _load(model, trust)
     chosen = parse_formats(DEFAULT_FORMATS if formats is None else formats)
     notes = []
@@ -82,8 +83,9 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
                                        or _quantization_aware(model))
     if left_out:
         notes.append(f"{', '.join(left_out)} left out: full int8 calibrates on training data, and there is none")
-    if source is None and not hasattr(model, "zoo_metadata"):
-        notes.append("a model built from the registry, untrained: its metric says nothing")
+    if from_registry:
+        notes.append(f"{model.name} built from the registry, untrained: its outputs (and int8's agreement with them) "
+                     "say nothing about a trained model")
     out = Path(out_dir) if out_dir is not None else (run_dir / OUT_DIR if run_dir else Path(f"benchmark-{model.name}"))
     plan = zoo.export.plan(model, out, [f.name for f in chosen], data=data, latency_runs=latency_runs, trust=trust,
                            card={"benchmark": str(source or model.name)}, **{**options, **variants})
