@@ -8,8 +8,8 @@ A suite is a module in `benchmarks` with
     markdown(result) -> str          # the summary table(s)
     plots(result, folder) -> [Path]  # optional: PNGs (matplotlib, Agg backend)
 
-and an entry in `benchmarks.SUITES`. `python scripts/benchmark.py NAME` (and
-`scripts/benchmark.py NAME`) runs it and writes `<name>.json`, `<name>.md` and
+and an entry in `benchmarks.SUITES`. `python scripts/benchmark.py NAME`
+(`benchmarks.cli`) runs it and writes `<name>.json`, `<name>.md` and
 its plots to `benchmarks/results/`.
 """
 

@@ -9,7 +9,7 @@ quantization-aware (`zoo train --qat-from`, `--qat-epochs`), export both with `z
 the whole test split), export int8 once more with `--max-accuracy-drop`, then time every artifact with
 each runtime's own runner at batch 1 and 32 (`common.measure`, all the machine's cores).
 
-    python scripts/benchmark.py quantization                          # convnet_bn (default recipe), resnet20, mobilenet_v2
+    python scripts/benchmark.py quantization                # convnet_bn (default recipe), resnet20, mobilenet_v2
     python scripts/benchmark.py quantization --models convnet_bn --quick
 """
 

@@ -19,7 +19,7 @@ by `zoo.export.export` to float32 and post-training int8 (200 calibration exampl
 split, per-channel conv weights, min/max activation ranges) and measured on the whole test split in
 each runtime. The table says, per candidate, how many points int8 loses.
 
-    python scripts/benchmark.py quantization-search                       # every candidate, TFLite and ONNX
+    python scripts/benchmark.py quantization-search             # every candidate, TFLite and ONNX
     python scripts/benchmark.py quantization-search --models lenet5,mlp_batchnorm --runtimes tflite
 """
 
