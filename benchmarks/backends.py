@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks.common import ROOT, child_env
+
 BACKENDS = ("tensorflow", "jax", "torch")
 TARGET = 0.99
 
@@ -127,12 +127,30 @@ def worker(backend: str, quick: bool, out: str) -> None:
 # -- the run ---------------------------------------------------------------------------------------------
 
 
-def run(backends=BACKENDS, quick: bool = False) -> dict:
+def add_arguments(parser) -> None:
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="a few steps and a tiny MNIST run: proves it works")
+
+
+def run(args) -> dict:
+    """Every backend of `args.backends`, each in a process of its own; "ok" is False if one of them failed."""
+    from zoo.errors import UnknownNameError
+
+    chosen = [b.strip() for b in args.backends.split(",") if b.strip()]
+    for backend in chosen:
+        if backend not in BACKENDS:
+            raise UnknownNameError("backend", backend, BACKENDS)
+    result = measure(chosen, args.quick)
+    result["ok"] = all("error" not in r for r in result["backends"])
+    return result
+
+
+def measure(backends=BACKENDS, quick: bool = False) -> dict:
     rows = []
     for backend in backends:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-            env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+            env = child_env()
+            env.pop("KERAS_BACKEND", None)
             command = [sys.executable, "-m", "benchmarks.backends", "--worker", backend, "--out", out.name]
             print(f"{backend}: {' '.join(command[1:])}", flush=True)
             done = subprocess.run([*command, *(["--quick"] if quick else [])], env=env, cwd=ROOT)
@@ -180,32 +198,16 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmark.py backends", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a few steps and a tiny MNIST run: proves it works")
-    parser.add_argument("--results", default=str(RESULTS), help="folder for backends.json/.md (default: %(default)s)")
-    parser.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
+def _worker_main(argv=None) -> int:
+    """`python -m benchmarks.backends --worker BACKEND --out FILE [--quick]`: one backend's process."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.backends")
+    parser.add_argument("--worker", choices=BACKENDS, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    if args.worker:
-        worker(args.worker, args.quick, args.out)
-        return 0
-    chosen = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in chosen if b not in BACKENDS]
-    if unknown:
-        parser.error(f"unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}")
-    result = run(chosen, args.quick)
-    folder = Path(args.results)
-    folder.mkdir(parents=True, exist_ok=True)
-    from zoo.fileio import atomic_write_text
-
-    atomic_write_text(folder / "backends.json", json.dumps(result, indent=2) + "\n")
-    text = markdown(result)
-    atomic_write_text(folder / "backends.md", text)
-    print("\n" + text)
-    return 0 if all("error" not in r for r in result["backends"]) else 1
+    worker(args.worker, args.quick, args.out)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_worker_main())

@@ -342,7 +342,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from zoo.benchmarks.common import machine
+    from benchmarks.common import machine
     from zoo.formats.ptq.x86_int8 import machine_record
 
     wanted = [c for c in args.cases.split(",") if c] or [c.name for c in CASES]
@@ -380,7 +380,7 @@ def run(args) -> dict:
 
 
 def markdown(result: dict) -> str:
-    from zoo.benchmarks.common import markdown_table
+    from benchmarks.common import markdown_table
 
     labels = list(_schemes())
     lines = ["# ONNX int8 on both x86 kernel paths", "",

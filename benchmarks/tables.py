@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +41,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before scikit-learn loads
 
 import numpy as np  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SEEDS = (0, 1, 2)
 VALIDATION, TEST = 0.1, 0.1
 
@@ -156,7 +153,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tables", default=",".join(t.name for t in TABLES),
                         help="comma-separated tables (default: all): " + ", ".join(t.name for t in TABLES))
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated split seeds")
-    parser.add_argument("--results", default=str(RESULTS), help="folder for tables.json and tables.md")
     parser.add_argument("--merge", nargs="+", metavar="FOLDER",
                         help="train nothing: join the tables.json of these folders (later ones win) into --results")
 
@@ -255,8 +251,18 @@ def run_zoo(csv: Path, task: str, seed: int, expected_test, workdir: Path) -> di
 
 
 def run(args, write=None) -> dict:
-    """Runs the tables of `args`; `write(result)` is called after each table with the result so far."""
-    from zoo.benchmarks.common import machine, system_load
+    """Runs the tables of `args` (or, with `--merge`, joins earlier runs' results); the result so far is written
+    to `args.results` after each table (`write(result)` instead, where given)."""
+    from benchmarks.common import machine, system_load, write_result
+
+    if args.merge:
+        return merge([json.loads((Path(f) / "tables.json").read_text()) for f in args.merge])
+    if write is None:
+        start = time.perf_counter()
+
+        def write(partial):
+            partial["wall_s"] = round(time.perf_counter() - start, 1)
+            write_result(args.results, "tables", partial, markdown)
 
     tables = _selected(args.tables)
     seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
@@ -373,38 +379,6 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    import argparse
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    parser = argparse.ArgumentParser(prog="benchmark.py tables", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    folder = Path(args.results)
-    if args.merge:
-        result = merge([json.loads((Path(f) / "tables.json").read_text()) for f in args.merge])
-        write_results(result, folder)
-    else:
-        start = time.perf_counter()
-
-        def write(partial):
-            partial["wall_s"] = round(time.perf_counter() - start, 1)
-            write_results(partial, folder)
-
-        result = run(args, write)
-    print("\n" + markdown(result))
-    print(f"written: {folder / 'tables.json'}, {folder / 'tables.md'}")
-    return 0
-
-
-def write_results(result: dict, folder: Path) -> None:
-    from zoo.fileio import atomic_write_text
-
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / "tables.json", json.dumps(result, indent=2, default=_jsonable) + "\n")
-    atomic_write_text(folder / "tables.md", markdown(result))
-
-
 def merge(results: list[dict]) -> dict:
     """One result from several runs' (same suite), tables in TABLES order; a later run's table wins."""
     tables = {}
@@ -418,14 +392,3 @@ def merge(results: list[dict]) -> dict:
     out["acceptance"] = acceptance(out)
     return out
 
-
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return str(value)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Why a compatibility-matrix model's full int8 disagrees with Keras: measured, step by step.
 
-The model is built and trained as `zoo.benchmarks.compat` does (`train_decisive`), once, cached as a
+The model is built and trained as `benchmarks.compat` does (`train_decisive`), once, cached as a
 .keras file in the work folder; the data are the matrix's (evaluation seed 0, calibration seed 1)
 plus 2000 fresh images (seed 11) for estimates with a 95% interval of about +-0.5 points. Each
 step appends JSON lines to <work>/results.jsonl and prints them; `results/compat/int8_diagnosis.md`
@@ -30,11 +30,13 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: zoo and benchmarks
+import numpy as np  # noqa: E402
 
-from zoo.benchmarks import compat
+from benchmarks import compat  # noqa: E402
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--work")]
 NAME, STEPS = ARGS[0], ARGS[1:]

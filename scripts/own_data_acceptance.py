@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from zoo.benchmarks.common import machine
+    from benchmarks.common import machine
 
     def log(text):
         print(text, flush=True)

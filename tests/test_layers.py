@@ -10,9 +10,12 @@ or above it, not even inside a function):
     artifacts | serve               (open and run any artifact; serve SavedModels)
     export                          (plan, convert, verify, report; loads its model and reads your
                                      data as artifacts does)
-    training                        (a run publishes its SavedModel)
-    benchmarks
+    training | benchmark            (a run publishes its SavedModel; `zoo benchmark` measures a model
+                                     in every format through export and artifacts, never training)
     cli
+
+The project's research suites are not in the package: they live in the top-level `benchmarks/`
+package, which zoo never imports (`test_the_package_never_imports_the_research_suites`).
 
 The import graph is read from the source with `ast`, so a lazy import inside a function counts, and
 nothing is imported to build it.
@@ -40,8 +43,8 @@ LAYERS = {
     "artifacts": ("artifacts", 4), "serve": ("serve", 4),
     "export": ("export", 5),
     "training": ("training", 6),
-    "benchmarks": ("benchmarks", 7),
-    "cli": ("cli", 8), "__main__": ("cli", 8),
+    "benchmark": ("benchmark", 6),
+    "cli": ("cli", 7), "__main__": ("cli", 7),
 }
 
 
@@ -136,6 +139,17 @@ def test_imports_point_down():
     assert not wrong, "imports that do not point down:\n" + "\n".join(sorted(wrong))
 
 
+def test_the_package_never_imports_the_research_suites():
+    """The top-level `benchmarks/` package drives zoo through its public API; zoo never reaches back into it."""
+    wrong = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            wrong += [f"{name} imports {n}" for n in names if n.split(".")[0] == "benchmarks"]
+    assert not wrong and not (PACKAGE / "benchmarks").exists(), wrong
+
+
 def _cycles(graph) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -202,7 +216,8 @@ def _heavy(modules) -> list[str]:
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
     "import zoo.formats, zoo.scan, zoo.artifacts, zoo.export, zoo.serve; zoo.formats.markdown_table()",
-    "import zoo.benchmarks; [zoo.benchmarks.suite_summary(m) for m in zoo.benchmarks.SUITES.values()]",
+    "import zoo.benchmark",
+    "import benchmarks; [benchmarks.suite_summary(m) for m in benchmarks.SUITES.values()]",
     "import zoo.architectures",
     # `zoo list` and `zoo info` read the registrations' recorded facts (zoo/architectures/catalog.json).
     "import zoo.cli; zoo.cli.main(['list'])",
@@ -233,4 +248,4 @@ def test_zoo_help_does_not_import_tensorflow():
 def test_architectures_do_not_load_training_data_or_deployment():
     loaded = _loaded_after("import zoo.architectures; zoo.architectures.list_models()")
     assert [m for m in loaded if m.startswith(("zoo.training", "zoo.formats", "zoo.export", "zoo.artifacts", "zoo.serve",
-                                               "zoo.scan", "zoo.data", "zoo.benchmarks"))] == []
+                                               "zoo.scan", "zoo.data", "zoo.benchmark"))] == []

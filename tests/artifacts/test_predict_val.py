@@ -111,18 +111,23 @@ def test_predict_and_val_on_a_lite_runtime_import_neither_tensorflow_nor_keras(e
     """`zoo predict` on image files, and Python's load, predict and val on arrays, with a TFLite, ONNX and OpenVINO
     artifact: the runtime and Pillow, never TensorFlow's seconds of start-up (nor Keras's, which imports it).
 
-    (`zoo val --data FOLDER` reads the folder's test split through `zoo.data`, which imports TensorFlow.)
+    `zoo val --data FOLDER` too: a folder's own test/ split is read with Pillow; its accuracy is Keras's.
     """
-    model, _, files = image_model
+    model, root, files = image_model
     x = _pillow(files[:4])
     y = model.predict(x, verbose=0).argmax(-1)
-    code = "import numpy as np, zoo.cli, zoo.artifacts\n"
+    truth = np.array([("blue", "green", "red").index(os.path.basename(os.path.dirname(f))) for f in files])
+    accuracy = float(np.mean(model.predict(_pillow(files), verbose=0).argmax(-1) == truth))  # the folder's test/
+    code = "import json, numpy as np, zoo.cli, zoo.artifacts\n"
     for kind in LITE:
         code += (f"assert zoo.cli.main(['predict', {exported[kind]!r}, *{files[:4]!r}]) == 0\n"
                  f"art = zoo.artifacts.load({exported[kind]!r})\n"
                  f"assert art.kind == {kind!r} and art.predict(np.zeros((2, 8, 8, 3), np.float32)).shape == (2, 3)\n"
                  f"report = zoo.artifacts.val(art, (np.array({x.tolist()!r}, np.float32), np.array({y.tolist()!r})))\n"
                  "assert report.metrics['accuracy'] == 1.0, report.table()\n")  # the same decisions as Keras
+        out = root.parent / f"val-{kind}"
+        code += (f"assert zoo.cli.main(['val', {exported[kind]!r}, '--data', {str(root)!r}, '--out', {str(out)!r}]) "
+                 f"== 0\nassert json.load(open({str(out / 'report.json')!r}))['metrics']['accuracy'] == {accuracy!r}\n")
     heavy = [m for m in _loaded_after(code) if m.split(".")[0] in ("tensorflow", "keras", "tf_keras")]
     assert heavy == []
 

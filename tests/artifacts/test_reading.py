@@ -56,10 +56,16 @@ def test_channels_are_converted_as_tensorflow_converts_them(tmp_path, mode, chan
 
 
 def test_image_suffixes_and_folders_are_zoo_datas(tmp_path):
-    from zoo.data.image_folder import IMAGE_EXTENSIONS
+    from zoo.data.image_folder import IMAGE_EXTENSIONS, SPLIT_FOLDERS, list_image_splits
     from zoo.data.raw_input import image_files
 
-    assert reading.IMAGE_SUFFIXES == IMAGE_EXTENSIONS
+    assert reading.IMAGE_SUFFIXES == IMAGE_EXTENSIONS and reading.SPLIT_FOLDERS == SPLIT_FOLDERS
+    for name in ("z/b/2.png", "z/a/1.png", "z/a/sub/0.bmp", "z/.h/3.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    names, by_split = list_image_splits(str(tmp_path / "z"))
+    ours = reading.labelled_image_files(str(tmp_path / "z"))
+    assert ours == (list(names), [(names[label], f) for label, f in by_split["train"]])
     for name in ("b/2.png", "a/1.JPG", "a/.hidden.png", "a/notes.txt", "c.gif"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"")

@@ -1,15 +1,15 @@
-"""`zoo benchmark`: the suite interface, the files a run writes, and the results index."""
+"""`scripts/benchmark.py` (`benchmarks.cli`): the suite interface, the files a run writes, and the results index."""
 
 import importlib
+import re
 import json
 import sys
 import types
 
 import pytest
 
-from zoo import cli
-from zoo.benchmarks import SUITES
-from zoo.benchmarks import cli as bench_cli
+from benchmarks import SUITES
+from benchmarks import cli as bench_cli
 
 
 @pytest.mark.parametrize("name", sorted(SUITES))
@@ -49,7 +49,7 @@ def fake_suite(monkeypatch):
 
 
 def test_a_run_writes_json_markdown_plots_and_the_index(fake_suite, tmp_path, capsys):
-    assert cli.main(["benchmark", "fake-suite", "--size", "2", "--results", str(tmp_path)]) == 0
+    assert bench_cli.main(["fake-suite", "--size", "2", "--results", str(tmp_path)]) == 0
     assert fake_suite["size"] == 2
     result = json.loads((tmp_path / "fake_suite.json").read_text())
     assert result["rows"] == [{"x": 0}, {"x": 1}] and result["wall_s"] >= 0
@@ -61,7 +61,7 @@ def test_a_run_writes_json_markdown_plots_and_the_index(fake_suite, tmp_path, ca
 
 def test_unknown_suite_is_a_usage_error(fake_suite, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["benchmark", "nope", "--results", str(tmp_path)])
+        bench_cli.main(["nope", "--results", str(tmp_path)])
     assert e.value.code == 2
     assert "fake-suite" in capsys.readouterr().err  # the valid choices are listed
     assert not list(tmp_path.iterdir())
@@ -69,15 +69,15 @@ def test_unknown_suite_is_a_usage_error(fake_suite, tmp_path, capsys):
 
 def test_benchmark_help_lists_every_suite(capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["benchmark", "--help"])
+        bench_cli.main(["--help"])
     out = capsys.readouterr().out
     assert e.value.code == 0
     for name in [*SUITES, "all"]:
-        assert f"\n  {name} " in out, name
+        assert re.search(rf"^ +{re.escape(name)}\s+\S", out, re.M), name  # the name, then its help line
     assert "Training speed: zoo's `fit` against plain Keras `fit`" in out  # the suite's docstring line
 
 
 def test_suite_help_lists_that_suites_flags(fake_suite, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["benchmark", "fake-suite", "--help"])
+        bench_cli.main(["fake-suite", "--help"])
     assert e.value.code == 0 and "--size" in capsys.readouterr().out

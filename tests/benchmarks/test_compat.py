@@ -5,7 +5,7 @@ import json
 import keras
 import numpy as np
 
-from zoo.benchmarks import compat
+from benchmarks import compat
 
 CELLS = (("saved_model", "float32"), ("tflite", "int8"), ("onnx", "float32"), ("openvino", "float32"))
 
@@ -30,7 +30,7 @@ POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3", c
 
 
 def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeypatch):
-    data = compat.run(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
+    data = compat.run_matrix(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
     cnn, text = data["models"]["tiny_cnn"]["cells"], data["models"]["tiny_text"]["cells"]
     assert all(cell["status"] == "passed" for cell in cnn.values()), cnn
     assert cnn["onnx[float32]"]["max_abs_diff"] <= 1e-4 and cnn["onnx[float32]"]["size_bytes"] > 0
@@ -50,7 +50,7 @@ def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeyp
 
     # Resumed: every cell is done, so nothing is exported again.
     monkeypatch.setattr(compat, "run_model", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-ran")))
-    again = compat.run(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
+    again = compat.run_matrix(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
     assert again["models"] == written["models"]
 
 

@@ -1,8 +1,8 @@
-"""`zoo benchmark cost-curves`: the fits that say where each curve bends, on made-up points."""
+"""`python scripts/benchmark.py cost-curves`: the fits that say where each curve bends, on made-up points."""
 
 import pytest
 
-from zoo.benchmarks.cost_curves import fit_affine, saturation_point
+from benchmarks.cost_curves import fit_affine, saturation_point
 
 
 def points(throughputs, clients=(1, 2, 4, 8, 16, 32, 64)):

@@ -10,8 +10,8 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.benchmarks import inference
-from zoo.benchmarks.flops import flops_by_layer, forward_flops
+from benchmarks import inference
+from benchmarks.flops import flops_by_layer, forward_flops
 
 
 def test_flops_of_a_tiny_model_match_a_hand_count():

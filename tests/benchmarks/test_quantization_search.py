@@ -1,4 +1,4 @@
-"""`zoo benchmark quantization-search`: every candidate is a valid training run, and bad names fail early."""
+"""`python scripts/benchmark.py quantization-search`: every candidate is a valid training run, and bad names fail early."""
 
 import argparse
 
@@ -6,7 +6,7 @@ import keras
 import pytest
 
 import zoo
-from zoo.benchmarks import quantization_search as search
+from benchmarks import quantization_search as search
 from zoo.data.registry import find_spec
 from zoo.errors import UnknownNameError
 from zoo.training import load_recipe

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from zoo.benchmarks import time_to_accuracy, training
+from benchmarks import time_to_accuracy, training
 
 
 def quick_args(**changes):
@@ -63,7 +63,7 @@ def test_plain_keras_twin_is_not_a_zoo_model(real_mnist_dir):
 
 
 def test_torch_peer_matches_convnet_bn():
-    torch_peer = pytest.importorskip("zoo.benchmarks.torch_peer")
+    torch_peer = pytest.importorskip("benchmarks.torch_peer")
     pytest.importorskip("torch")
     from zoo.architectures import registry
 
@@ -72,7 +72,7 @@ def test_torch_peer_matches_convnet_bn():
 
 
 def test_torch_peer_skips_cleanly_without_torch(monkeypatch):
-    from zoo.benchmarks import torch_peer
+    from benchmarks import torch_peer
 
     monkeypatch.setattr(torch_peer, "torch_version", lambda: None)
     result = torch_peer.run(training.recipe_config("mnist_fast", "fp32"), training.Settings())
@@ -108,8 +108,8 @@ def test_time_to_accuracy_report_from_a_recorded_result(tmp_path):
 def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
     """A zoo model compiled with 8 steps per call against the plain one at 1: both fits must see the same
     16 batches, or their losses part (a broken rounding would give the baseline 5 batches)."""
-    from zoo.benchmarks import model_efficiency
-    from zoo.benchmarks.fit_timing import execution_multiple, parity_fits
+    from benchmarks import model_efficiency
+    from benchmarks.fit_timing import execution_multiple, parity_fits
 
     assert [execution_multiple(n, *models) for n, models in ((4, ()), (5, ("a",)))] == [4, 5]
     case = model_efficiency.ModelCase((6, 4), 16, recipe="mnist_lstm")  # the recipe's 8 steps per call, unrolled
@@ -123,7 +123,7 @@ def test_parity_fits_run_the_same_batches_whatever_the_steps_per_execution():
 
 def test_a_variant_case_builds_its_registered_model_with_its_options_in_both_fits():
     """`convnet_bn_32_64_64` is convnet_bn with other filters: zoo's model and the stock baseline both."""
-    from zoo.benchmarks import model_efficiency
+    from benchmarks import model_efficiency
 
     variant = model_efficiency.CASES["convnet_bn_32_64_64"]
     assert variant.model == "convnet_bn" and variant.runtime()["model_overrides"] == {"filters": (32, 64, 64)}
@@ -139,7 +139,7 @@ def test_conv_ceiling_times_each_convolution_as_training_runs_it():
     """Every Conv2D, alone at its shapes; the first (fed by the model's input) without an input gradient."""
     import keras
 
-    from zoo.benchmarks import conv_ceiling
+    from benchmarks import conv_ceiling
 
     inputs = keras.Input((8, 8, 3))
     x = keras.layers.Conv2D(4, 3, padding="same")(inputs)

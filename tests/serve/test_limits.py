@@ -1,6 +1,6 @@
 """The server's limits: every bad request is a 4xx with a JSON error body (REST) or a client status code
 (gRPC), load is shed instead of queued forever, deadlines hold, a version swap under 32 clients loses
-nothing, and a short fuzz run finds no server error. Tiny servables (zoo.benchmarks.serving_models):
+nothing, and a short fuzz run finds no server error. Tiny servables (benchmarks.serving_models):
 `scale` answers `x * version`, so every answer names the version that computed it.
 """
 
@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from zoo.benchmarks import serving_fuzz, serving_swap
-from zoo.benchmarks.serving_models import publish_count, publish_scale, publish_text
+from benchmarks import serving_fuzz, serving_swap
+from benchmarks.serving_models import publish_count, publish_scale, publish_text
 from zoo.serve import Server, prune
 from zoo.serve.grpc_service import WARNINGS_KEY
 from zoo.serve.limits import Limits

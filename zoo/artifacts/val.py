@@ -92,8 +92,10 @@ def val(artifact, data, *, split: Optional[str] = None, batch_size: int = 256, d
     """Measures `artifact` (a path or an opened `Artifact`) on `data`: a path, a dataset name, or `(x, y)`
     arrays of what the artifact takes (its raw input) and the labels or targets.
 
-    A path and a dataset are read by `zoo.data`, which imports TensorFlow; arrays are not, so `val` of a
-    TFLite, ONNX or OpenVINO artifact on arrays imports neither TensorFlow nor Keras.
+    Arrays, and an image classifier's folder split that is a folder of its own (`test/`, or every image of a
+    folder of class folders), are read with NumPy and Pillow (`image_folder_batches`), so `val` of a TFLite, ONNX
+    or OpenVINO artifact on them imports neither TensorFlow nor Keras; other paths (tables, texts, series, a
+    split drawn by seed) and datasets are read by `zoo.data`, which imports TensorFlow.
     """
     if split is not None and split not in SPLITS and not isinstance(split, str):
         raise ValueError(f"split must be one of {SPLITS} or a dataset split spec. Received: split={split!r}")
@@ -106,7 +108,8 @@ def val(artifact, data, *, split: Optional[str] = None, batch_size: int = 256, d
         if meta is None:
             raise DataError(f"{art.path} has no zoo metadata, so zoo cannot tell how to read {data}; validate it on "
                             "a registered dataset (--data mnist) or on a model trained with `zoo train --data`.")
-        batches, description, split, class_names = labelled_batches(meta, os.fspath(data), split, batch_size)
+        read = image_folder_batches(meta, os.fspath(data), split, batch_size)  # Pillow: no TensorFlow
+        batches, description, split, class_names = read or labelled_batches(meta, os.fspath(data), split, batch_size)
     elif isinstance(data, str):
         batches, description, split, class_names = _dataset_batches(art, data, split, batch_size, data_dir)
     else:
@@ -172,8 +175,47 @@ def labelled_batches(meta, path: str, split: Optional[str] = None, batch_size: i
     return batches(), path, split, meta.class_names if meta.task == "classification" else None
 
 
+def image_folder_batches(meta, path: str, split: Optional[str] = None, batch_size: int = 256):
+    """What `labelled_batches` gives for an image classifier's folder, read with Pillow (`zoo.artifacts.reading`),
+    so `zoo val model.tflite --data FOLDER` imports neither TensorFlow nor Keras; None where the examples must be
+    drawn by seed from the training images (a test or validation fraction: `zoo.data` reads them).
+
+    Read here: a split's own folder (`test/`, `validation/` or `val/`; `train/` only when the model was not
+    trained on this folder, which holds out no fraction of it), or every image of a folder of class subfolders
+    without split folders (``split="all"``, or the default for a folder the model was not trained on)."""
+    from zoo.artifacts import reading
+    from zoo.artifacts.predict import _client_side
+
+    if meta.input.get("kind") != "image" or meta.task != "classification" or not os.path.isdir(path):
+        return None
+    same_data = bool(meta.source.get("data")) and os.path.abspath(path) == os.path.abspath(meta.source["data"])
+    folders = reading.split_folders(path)
+    if folders:
+        wanted = split or ("test" if same_data or "test" in folders else "all")
+        if wanted not in folders or (wanted == "train" and same_data):
+            return None
+        folder = folders[wanted]
+    else:
+        wanted = split or ("test" if same_data else "all")
+        if wanted != "all":
+            return None
+        folder = path
+    data_classes, files = reading.labelled_image_files(folder, (meta.source.get("reading") or {}).get("classes"))
+    mapping = _class_mapping(meta.class_names, data_classes, path)
+    index = {c: i for i, c in enumerate(data_classes)}
+    size, channels = tuple(meta.input["image_size"]), int(meta.input["channels"])
+
+    def batches():
+        for start in range(0, len(files), batch_size):
+            part = files[start:start + batch_size]
+            pixels = reading.read_images([f for _, f in part], size, channels)
+            yield _client_side(meta.input, pixels), mapping[np.array([index[c] for c, _ in part], np.int64)]
+
+    return batches(), path, wanted, meta.class_names
+
+
 def _has_test_folder(path: str) -> bool:
-    from zoo.data.image_folder import split_folders
+    from zoo.artifacts.reading import split_folders
 
     return os.path.isdir(path) and "test" in split_folders(path)
 

@@ -1,32 +1,49 @@
-"""`zoo benchmark`: the speed suites. `zoo benchmark --help` lists them without importing any;
-`zoo benchmark SUITE [flags]` (and `SUITE --help`) is parsed by `zoo.benchmarks.cli`, which imports
-only that suite."""
+"""`zoo benchmark MODEL_OR_RUN`: your model in every format and precision, on your data, as one table
+(`zoo.benchmark`). The project's research suites are not here: `python scripts/benchmark.py SUITE`."""
 
 from __future__ import annotations
 
-import argparse
+from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
 
 
 def add(sub):
-    from zoo.benchmarks import SUITES, suite_summary
-
-    width = max(map(len, SUITES)) + 2
-    suites = "\n".join(f"  {name:<{width}}{suite_summary(module)}" for name, module in SUITES.items())
     p = sub.add_parser(
         "benchmark",
-        help="speed against peers and the machine's limit (zoo benchmark --help for the suites)",
-        description="Benchmarks with same-run baselines; results go to benchmarks/results/.",
-        epilog=f"suites:\n{suites}\n  {'all':<{width}}every suite but recipes, with its defaults\n\n"
-               "`zoo benchmark SUITE --help` lists a suite's flags.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="your model in every format and precision: size, accuracy (or MAE) on your data, latency",
+        description="Exports the model to every format whose runtime is installed, in every precision each offers, "
+                    "verifies each artifact in its own runtime on the test split of the data the model was trained "
+                    "on, and prints one row per artifact: status, size, metric and batch-1 latency. A format that "
+                    "fails keeps its row, with the reason. Given an artifact or a folder of artifacts (an export), "
+                    "measures those as they are. Writes benchmark.json, .md and .csv beside the artifacts.",
+        epilog="The project's own benchmark suites (training against stock Keras, serving load, ...) run with "
+               "`python scripts/benchmark.py SUITE` from a clone (the top-level benchmarks/ folder).",
     )
-    # A leading SUITE makes argparse hand every later token to `rest`, flags included.
-    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="SUITE [FLAGS]",
-                   help=f"one of: {', '.join([*SUITES, 'all'])}; then that suite's flags")
+    p.add_argument("model", metavar="MODEL_OR_RUN",
+                   help="a run directory (zoo train's), a .keras file, a registry name (untrained: size and latency "
+                        "only), or an exported artifact or a folder of them")
+    p.add_argument("--data", metavar="PATH_OR_DATASET",
+                   help="the data to measure on: your data's path or a registered dataset (default: the data the "
+                        "model was trained on, as its run or metadata records it)")
+    p.add_argument("--formats", default=None, help="comma-separated formats (default: every one whose runtime is "
+                                                   "installed); an exported folder's artifacts are filtered by it")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="where artifacts and benchmark.json/.md/.csv go (default: RUN/benchmark/, else "
+                        "benchmark-<model>/)")
+    p.add_argument("--max-samples", type=positive_int, default=None, help="at most this many test examples")
+    p.add_argument("--latency-runs", type=positive_int, default=50, help="batch-1 runs timed per artifact")
+    p.add_argument("--threads", type=positive_int, default=2,
+                   help="runtime threads when measuring existing artifacts (TFLite, ONNX, OpenVINO)")
+    add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_benchmark)
 
 
 def _cmd_benchmark(args) -> int:
-    from zoo.benchmarks.cli import main
+    import sys
 
-    return main(args.rest)
+    from zoo.benchmark.measure import benchmark
+
+    report = benchmark(args.model, args.out, data=args.data, formats=args.formats, max_samples=args.max_samples,
+                       latency_runs=args.latency_runs, trust=trust_from_args(args), threads=args.threads)
+    print(report.table())
+    print(f"report: {report.out_dir}/benchmark.md", file=sys.stderr)
+    return 0 if report.ok else 1

@@ -244,10 +244,9 @@ def _keras_outputs(model, signature, x: dict) -> dict:
 
 
 def _keras_reference(model, signature, refs, x, y, latency_runs) -> KerasReference:
-    first = next(iter(refs.values()))
-    row = KerasReference()
-    if y is not None and first.ndim > 1 and first.shape[-1] > 1 and np.asarray(y).ndim == 1:
-        row.accuracy = float(np.mean(np.argmax(first, -1) == y))
+    from zoo.export.verify import metrics
+
+    row = KerasReference(**metrics(next(iter(refs.values())), y))
     if latency_runs and _backend() != "tensorflow":  # the training backend's own compiled predict step
         args = signature.pack(inputs.for_keras(inputs.take(dict(x), 0, 1)))
         batch = args[0] if len(args) == 1 else list(args)

@@ -52,5 +52,6 @@ class ArtifactResult:
 class KerasReference:
     """The Keras model on the same data: what every artifact is compared with."""
 
-    accuracy: float | None = None
+    accuracy: float | None = None  # a classifier's, where the test data has labels
+    mae: float | None = None  # a regressor's or forecaster's mean absolute error, in the targets' units
     latency_ms: float | None = None  # median batch-1 latency of a `tf.function` call

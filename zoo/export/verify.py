@@ -1,7 +1,8 @@
 """The one verification of an artifact against the Keras model it came from.
 
 `compare` checks outputs against Keras's: output names and shapes, then the tolerance of the
-artifact's precision class, plus argmax agreement and accuracy where there is a class axis.
+artifact's precision class, plus argmax agreement where there is a class axis, and the task metric
+where labels were given (`metrics`: accuracy of class scores, else the mean absolute error of values).
 `verify` runs an artifact's runner on the evaluation set, compares, and times batch-1 latency.
 Export (`zoo.export.export`, `zoo export`) and the inference benchmark both use them, and both
 return typed results.
@@ -41,7 +42,8 @@ class Comparison:
     output_shapes: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     max_abs_diff: float | None = None
     argmax_agreement: float | None = None  # of the first output, where it has a class axis
-    accuracy: float | None = None  # of the first output, where labels were given
+    accuracy: float | None = None  # of the first output, where labels were given and it has a class axis
+    mae: float | None = None  # of the first output, where labels were given and it has none (a regressor's values)
     criterion: str | None = None
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -64,6 +66,27 @@ def accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.argmax(outputs, axis=-1) == np.asarray(labels)))
 
 
+def mean_absolute_error(outputs: np.ndarray, targets: np.ndarray) -> float | None:
+    """Mean |output - target| over every value, in the targets' units; None where the shapes do not pair up."""
+    targets = np.asarray(targets, np.float64)
+    outputs = np.asarray(outputs, np.float64)
+    if outputs.size != targets.size or not len(targets):
+        return None
+    return float(np.mean(np.abs(outputs.reshape(targets.shape) - targets)))
+
+
+def metrics(outputs: np.ndarray, labels: np.ndarray | None) -> dict:
+    """The task metric of one output against the labels: `{"accuracy": ...}` for class scores (a class axis and
+    one label per example), `{"mae": ...}` for values; empty without labels."""
+    if labels is None:
+        return {}
+    labels = np.asarray(labels)
+    if outputs.ndim > 1 and outputs.shape[-1] > 1 and labels.ndim == 1:
+        return {"accuracy": accuracy(outputs, labels)}
+    mae = mean_absolute_error(outputs, labels)
+    return {} if mae is None else {"mae": mae}
+
+
 def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], precision: str,
             labels: np.ndarray | None = None) -> Comparison:
     """`outputs` (name -> array) against Keras's `references` under the criterion of `precision`."""
@@ -84,8 +107,8 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
     has_classes = references[first].shape[-1] > 1
     if has_classes:
         result.argmax_agreement = float(np.mean(np.argmax(outputs[first], -1) == np.argmax(references[first], -1)))
-        if labels is not None:
-            result.accuracy = accuracy(outputs[first], labels)
+    for name, value in metrics(np.asarray(outputs[first]), labels).items():
+        setattr(result, name, value)
 
     criterion = CRITERIA[precision]
     result.criterion = criterion.text

@@ -2,7 +2,7 @@
 
 The API is TF Serving's (https://www.tensorflow.org/tfx/serving/api_rest); this
 description is what a client generator or a schema-driven fuzzer (schemathesis, as in
-`zoo.benchmarks.serving_fuzz`) reads. Every error response is `{"error": "..."}`.
+`benchmarks/serving_fuzz.py`) reads. Every error response is `{"error": "..."}`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from zoo.benchmarks.common import markdown_table
+from benchmarks.common import markdown_table
 
 SMALL_MODELS = ("lenet5", "convnet_bn", "resnet20")
 CNNS = ("lenet5", "convnet_bn", "resnet20", "mobilenet_v2", "resnet50")
@@ -114,8 +114,8 @@ def markdown(result: dict) -> str:
         f"LiteRT {m.get('ai-edge-litert')}, onnxruntime {m.get('onnxruntime')}. "
         f"fp32 matmul peak measured in this run: **{peak['gflops']:.0f} GFLOP/s** ({peak['method']}; "
         f"numpy's BLAS: {peak['numpy_best']:.0f}). Settings: {result['settings']}. Wall time {result.get('wall_s')} s.\n",
-        "Latency is the median of calls after warm-up (`zoo.benchmarks.common.measure`; TF.js timed inside "
-        "Node); throughput = batch / median; GFLOP/s from `zoo.benchmarks.flops.forward_flops` (multiply-add = "
+        "Latency is the median of calls after warm-up (`benchmarks.common.measure`; TF.js timed inside "
+        "Node); throughput = batch / median; GFLOP/s from `benchmarks.flops.forward_flops` (multiply-add = "
         "2), and % peak against the fp32 peak for every precision (int8 and fp16 can exceed it). Parity is the "
         "export tolerance of `zoo.export.verify` against Keras on the evaluation data; for the untrained "
         "models (random weights, near-uniform softmax) int8 argmax agreement means little.\n",
@@ -218,7 +218,7 @@ def write_csv(result: dict, path: Path) -> Path:
 
 def plots(result: dict, folder) -> list[Path]:
     """inference.csv and three PNGs: latency per format (batch 1), throughput vs batch, % of peak."""
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from zoo.benchmarks.common import machine, markdown_table
+from benchmarks.common import machine, markdown_table
 
 MODEL = "lenet5"
 POLL_S = 0.2
@@ -176,7 +176,7 @@ def measure(clients: int = 32, before_s: float = 3.0, after_s: float = 3.0) -> d
     import keras
 
     import zoo
-    from zoo.benchmarks.serving_load import ServerProcess, _images
+    from benchmarks.serving_load import ServerProcess, _images
     from zoo.formats.saved_model import publish_saved_model
     from zoo.serve import prune
 

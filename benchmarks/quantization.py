@@ -9,8 +9,8 @@ quantization-aware (`zoo train --qat-from`, `--qat-epochs`), export both with `z
 the whole test split), export int8 once more with `--max-accuracy-drop`, then time every artifact with
 each runtime's own runner at batch 1 and 32 (`common.measure`, all the machine's cores).
 
-    zoo benchmark quantization                          # convnet_bn (default recipe), resnet20, mobilenet_v2
-    zoo benchmark quantization --models convnet_bn --quick
+    python scripts/benchmark.py quantization                # convnet_bn (default recipe), resnet20, mobilenet_v2
+    python scripts/benchmark.py quantization --models convnet_bn --quick
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks.common import cpu_count, first_examples, machine, markdown_table, measure
+from benchmarks.common import ROOT, cpu_count, first_examples, machine, markdown_table, measure
 
 RUNTIMES = ("tflite", "onnx", "openvino")
 PRECISIONS = ("float32", "float16", "int8")
-STUDY_DIR = Path(__file__).resolve().parents[2] / "results" / "quantization"
+STUDY_DIR = ROOT / "results" / "quantization"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,9 +331,9 @@ def _pct(v):
 
 def _study_markdown(result: dict) -> str:
     lines = ["# Quantization: float vs post-training int8 vs quantization-aware int8", "",
-             "Written by `zoo benchmark quantization` (with the speed table in `benchmarks/results/quantization.md`). "
+             "Written by `python scripts/benchmark.py quantization` (with the speed table in `benchmarks/results/quantization.md`). "
              "Accuracy (%) on the whole test split, each artifact run in its own runtime. Models on which "
-             "post-training int8 loses at least 1 point were searched for by `zoo benchmark quantization-search` "
+             "post-training int8 loses at least 1 point were searched for by `python scripts/benchmark.py quantization-search` "
              "(`results/quantization/ptq_search.md`).", ""]
     study = []
     for s in result["study"]:

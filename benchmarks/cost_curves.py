@@ -16,7 +16,7 @@ parameters say where and why the curve bends:
   the converter) dominates small models; from `p* = a / c` on, time grows with
   the weights (serialising, converting, writing them).
 - serving throughput and p99 latency against concurrent clients (1 to 64),
-  `zoo.benchmarks.serving_load`'s closed loop: throughput rises with clients
+  `benchmarks.serving_load`'s closed loop: throughput rises with clients
   until the server's cores are busy, then stays flat; from there Little's law,
   latency = clients / throughput, makes latency grow linearly with clients.
   The bend is the client count where throughput stops growing: the fewest
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks.common import machine, markdown_table, system_load
+from benchmarks.common import machine, markdown_table, system_load
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
 TRAINING_MODELS = {"convnet_bn": (32, 32, 3), "resnet20": (32, 32, 3)}
@@ -90,7 +90,7 @@ def training_curve(name: str, input_shape, batch_sizes=BATCH_SIZES, fit_seconds:
     import keras
     import tensorflow as tf
 
-    from zoo.benchmarks.fit_timing import timed_fit
+    from benchmarks.fit_timing import timed_fit
     from zoo.training.builders import build_and_compile
     from zoo.training.config import TrainConfig
 
@@ -168,8 +168,8 @@ def saturation_point(points: list[dict], gain: float = 1.1):
 
 
 def serving_curve(requests_per_client: int = 40, clients=CLIENTS) -> dict:
-    """gRPC throughput and p99 at each client count, batching off and on (`zoo.benchmarks.serving_load`)."""
-    from zoo.benchmarks import serving_load
+    """gRPC throughput and p99 at each client count, batching off and on (`benchmarks.serving_load`)."""
+    from benchmarks import serving_load
 
     measured = serving_load.measure(clients=clients, requests_per_client=requests_per_client, time_limit_s=15.0,
                                     protocols=("grpc",), batching=(False, True), min_requests=MIN_REQUESTS)
@@ -231,7 +231,7 @@ def markdown(result: dict) -> str:
 
 
 def plots(result: dict, folder) -> list[Path]:
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
     folder = Path(folder)

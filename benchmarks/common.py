@@ -1,15 +1,15 @@
 """What every benchmark suite shares: the machine's description, a bounded timing loop and
 latency statistics.
 
-A suite is a module in `zoo.benchmarks` with
+A suite is a module in `benchmarks` with
 
     add_arguments(parser)            # its flags
     run(args) -> dict                # JSON-serialisable result; baselines measured in the same run
     markdown(result) -> str          # the summary table(s)
     plots(result, folder) -> [Path]  # optional: PNGs (matplotlib, Agg backend)
 
-and an entry in `zoo.benchmarks.SUITES`. `zoo benchmark NAME` (and
-`scripts/benchmark.py NAME`) runs it and writes `<name>.json`, `<name>.md` and
+and an entry in `benchmarks.SUITES`. `python scripts/benchmark.py NAME`
+(`benchmarks.cli`) runs it and writes `<name>.json`, `<name>.md` and
 its plots to `benchmarks/results/`.
 """
 
@@ -20,7 +20,44 @@ import math
 import os
 import platform
 import time
+from pathlib import Path
 from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository: zoo/, benchmarks/, results/
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def stem(suite: str) -> str:
+    """The file stem of a suite's results: `serving-swap` -> `serving_swap`."""
+    return suite.replace("-", "_")
+
+
+def write_result(folder, suite: str, result: dict, markdown: Callable[[dict], str]) -> list[Path]:
+    """`<stem>.json` and `<stem>.md` of `result` in `folder`, each written atomically (a suite that saves as it
+    goes calls this after each part, so an interrupted run keeps what it measured)."""
+    import json
+
+    from zoo.fileio import atomic_write_text, ensure_dir
+
+    folder = ensure_dir(folder)
+    name = stem(suite)
+    return [atomic_write_text(folder / f"{name}.json", json.dumps(result, indent=2, default=_jsonable) + "\n"),
+            atomic_write_text(folder / f"{name}.md", markdown(result))]
+
+
+def _jsonable(value):
+    """numpy scalars and arrays, Paths, non-finite floats: what suites put in results without thinking of JSON."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def child_env(**extra) -> dict:
+    """The environment of a child Python process that imports `benchmarks` (`python -m benchmarks.x`) and this
+    checkout's `zoo`, wherever it was started from."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    return env
 
 
 def cpu_count() -> int:

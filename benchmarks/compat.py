@@ -32,6 +32,7 @@ agreement, float layers, size and batch-1 latency) without changing the cell's s
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -41,9 +42,10 @@ from typing import Callable
 
 import numpy as np
 
-from zoo.fileio import atomic_write_text, ensure_dir
+from benchmarks.common import ROOT, write_result
+from zoo.fileio import ensure_dir
 
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "results" / "compat"
+RESULTS = ROOT / "results" / "compat"  # where the docs cite it (the suite's own folder)
 MATRIX_PRECISIONS = ("float32", "int8")  # float16 and dynamic_int8 sit between these two in every format
 
 
@@ -397,8 +399,36 @@ def by_name(names) -> list[Candidate]:
     return [known[n] for n in names]
 
 
-def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=CELLS, resume: bool = True,
-        progress=print) -> dict:
+def add_arguments(parser) -> None:
+    parser.add_argument("models", nargs="*", help="model names (default: every family's first member, keras-hub too)")
+    parser.add_argument("--all", action="store_true", help="every size variant of keras.applications as well")
+    parser.add_argument("--no-hub", action="store_true", help="leave out the keras-hub backbones")
+    parser.add_argument("--fresh", action="store_true",
+                        help="redo the cells of the models run (other models' rows are kept)")
+    parser.add_argument("--list", nargs=0, action=_ListModels, help="list the models and exit")
+
+
+class _ListModels(argparse.Action):
+    """`--list`: prints the candidate models (with the `--all`, `--no-hub` given before it) and exits, as `--help`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for c in candidates(getattr(namespace, "all", False), not getattr(namespace, "no_hub", False)):
+            print(f"{c.name:28} {c.family:22} {c.source:20} {c.input_note}")
+        parser.exit()
+
+
+def run(args) -> dict:
+    """The matrix over the models of `args` (resumable: see `run_matrix`), written to `args.results`."""
+    pool = by_name(args.models) if args.models else candidates(args.all, not args.no_hub)
+    data = run_matrix(pool, results_dir=args.results, resume=not args.fresh)
+    failed = [f"{name} {key}" for name, row in data["models"].items() for key, cell in row["cells"].items()
+              if cell["status"] != "passed"]
+    print(f"{len(data['models'])} models; {len(failed)} cells not passed" + (": " + ", ".join(failed) if failed else ""))
+    return data
+
+
+def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cells=CELLS, resume: bool = True,
+               progress=print) -> dict:
     """Runs the matrix over `pool` (default: `candidates()`), one model at a time, saving after each.
 
     With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
@@ -444,15 +474,17 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     return data
 
 
-def save(data: dict, results_dir: Path = RESULTS_DIR) -> None:
+def save(data: dict, results_dir: Path = RESULTS) -> None:
     """compat.json, compat.md and (matplotlib permitting) compat.png, each written atomically."""
-    results_dir = ensure_dir(results_dir)
-    atomic_write_text(results_dir / "compat.json", json.dumps(data, indent=1, sort_keys=False) + "\n")
-    atomic_write_text(results_dir / "compat.md", markdown(data))
+    write_result(results_dir, "compat", data, markdown)
+    plots(data, results_dir)
+
+
+def plots(data: dict, folder) -> list[Path]:
     try:
-        plot(data, results_dir / "compat.png")
+        return [plot(data, Path(folder) / "compat.png")]
     except ImportError:
-        pass
+        return []
 
 
 _MARK = {"passed": "✅", "failed_verification": "⚠️", "export_failed": "❌", "exported": "☑️"}
@@ -550,7 +582,7 @@ def markdown(data: dict) -> str:
              "against Keras. float32 cells: max abs diff (criterion <= 1e-4); int8 cells: argmax agreement "
              "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
              "a few epochs of training on tinted random images (which channel is brighter), passed through the "
-             "family's `keras.applications.<preprocess>.preprocess_input`, so that its decisions are worth agreeing on (`zoo/benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
+             "family's `keras.applications.<preprocess>.preprocess_input`, so that its decisions are worth agreeing on (`benchmarks/compat.py` says why); *acc* is Keras's accuracy on that task. "
              "keras-hub backbones have no head: float32 cells only (n/a); keras-hub 0.32 (`pip install -e .[hub]`) "
              "installs beside tensorflow 2.21, keras 3.15, protobuf and numpy without changing them "
              "(`pip install --dry-run keras-hub==0.32`). ✅ passed, ⚠️ exported but failed "
@@ -558,7 +590,7 @@ def markdown(data: dict) -> str:
              "`--min-agreement 99` writes: its agreement on the same evaluation images, size and layers kept float "
              "([`int8_diagnosis.md`](int8_diagnosis.md): why EfficientNetB0's int8 misses, measured on 2000 images; "
              "100 images resolve agreement only to a few points). "
-             "Regenerate: `nice python scripts/compat_matrix.py` "
+             "Regenerate: `nice python scripts/benchmark.py compat` "
              "(resumable; `--all` adds every size variant; `--fresh` redoes done cells).", "",
              "| model | family | source | input | preprocess | params | acc | " + " | ".join(cells) + " |",
              "|---|---|---|---|---|---:|---:|" + "---|" * len(cells)]
@@ -593,7 +625,7 @@ def plot(data: dict, path: Path) -> Path:
     """A status heat map: one row per model, one column per cell."""
     import matplotlib
 
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]

@@ -25,7 +25,7 @@ MIN_RATE_MS = 0.05  # below this an op's time is too coarse to turn into a rate
 
 def ort_op_profile(path: str, x: np.ndarray, runs: int = 3, threads: int | None = None) -> dict:
     """Milliseconds per call by ONNX op type, from onnxruntime's profiler over `runs` calls of `x`."""
-    from zoo.benchmarks.common import cpu_count
+    from benchmarks.common import cpu_count
     from zoo.formats.onnx import ONNXRunner
 
     with tempfile.TemporaryDirectory(prefix="zoo-ort-profile-") as tmp:
@@ -50,7 +50,7 @@ def ort_op_profile(path: str, x: np.ndarray, runs: int = 3, threads: int | None 
 def _flops_by_kind(model) -> dict:
     import keras
 
-    from zoo.benchmarks.flops import flops_by_layer
+    from benchmarks.flops import flops_by_layer
 
     kinds = defaultdict(int)
     layers = {layer.name: layer for layer in model._flatten_layers(include_self=False)}

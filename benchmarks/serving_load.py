@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks.common import machine, markdown_table, percentile
+from benchmarks.common import child_env, machine, markdown_table, percentile
 
 MODEL = "convnet_bn"
 
@@ -127,8 +127,7 @@ class ServerProcess:
     def __enter__(self):
         import httpx
 
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        self.proc = subprocess.Popen(self.args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(self.args, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -265,7 +264,7 @@ def markdown(result: dict) -> str:
 
 def plots(result: dict, folder, stem: str = "serving") -> list[Path]:
     """Throughput and p99 latency against the number of clients, per protocol and batching."""
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
 

@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import machine
 from zoo.architectures import registry
-from zoo.benchmarks.common import machine
 from zoo.training import list_recipes, load_recipe, train
 from zoo.training.tasks import get_task
 

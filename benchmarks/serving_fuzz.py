@@ -16,7 +16,7 @@ gRPC status must not be a server fault (INTERNAL, UNKNOWN, DATA_LOSS, UNAVAILABL
 connection the server drops counts as a failure. Before and after, a valid request must
 get the same answer, bit for bit, over both APIs.
 
-`zoo benchmark serving-fuzz` runs it against `zoo serve` in a subprocess and writes
+`python scripts/benchmark.py serving-fuzz` runs it against `zoo serve` in a subprocess and writes
 `benchmarks/results/serving_fuzz.json`; `tests/test_serving_limits.py` runs a few hundred cases.
 """
 
@@ -29,7 +29,7 @@ import urllib.parse
 
 import numpy as np
 
-from zoo.benchmarks.common import machine, markdown_table
+from benchmarks.common import machine, markdown_table
 from zoo.formats.tf_serving import SERVING_SIGNATURE
 
 GRPC_SERVER_FAULTS = ("INTERNAL", "UNKNOWN", "DATA_LOSS", "UNAVAILABLE")
@@ -408,7 +408,7 @@ def fuzz(rest_url: str, grpc_target: str, n: int, seed: int = 0) -> dict:
 
 
 def publish_fuzz_models(base) -> None:
-    from zoo.benchmarks.serving_models import publish_count, publish_scale, publish_text
+    from benchmarks.serving_models import publish_count, publish_scale, publish_text
 
     publish_scale(base)
     publish_count(base)
@@ -416,7 +416,7 @@ def publish_fuzz_models(base) -> None:
 
 
 def run(args) -> dict:
-    from zoo.benchmarks.serving_load import ServerProcess
+    from benchmarks.serving_load import ServerProcess
 
     with tempfile.TemporaryDirectory(prefix="zoo-serving-fuzz-") as base:
         publish_fuzz_models(base)

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from zoo.benchmarks.common import cpu_count, measure
+from benchmarks.common import cpu_count, measure
 
 SIZES = (1024, 2048, 4096)
 

@@ -62,7 +62,7 @@ def model_rate(source: Source, steps: int = 40, seed: int = 0) -> float:
     """Training samples/s of the zoo model that consumes `source`, on in-memory batches of its shape."""
     import keras
 
-    from zoo.benchmarks.fit_timing import timed_fit
+    from benchmarks.fit_timing import timed_fit
     from zoo.training.builders import build_and_compile
     from zoo.training.config import TrainConfig
 
@@ -161,7 +161,7 @@ def run_all(names=tuple(SOURCES), seed: int = 0) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    from zoo.benchmarks.common import markdown_table
+    from benchmarks.common import markdown_table
 
     return markdown_table(rows, [
         ("label", "source"), ("batch_size", "batch"), ("cold_samples_per_s", "cold (decode once) samples/s"),

@@ -19,8 +19,8 @@ by `zoo.export.export` to float32 and post-training int8 (200 calibration exampl
 split, per-channel conv weights, min/max activation ranges) and measured on the whole test split in
 each runtime. The table says, per candidate, how many points int8 loses.
 
-    zoo benchmark quantization-search                       # every candidate, TFLite and ONNX
-    zoo benchmark quantization-search --models lenet5,mlp_batchnorm --runtimes tflite
+    python scripts/benchmark.py quantization-search             # every candidate, TFLite and ONNX
+    python scripts/benchmark.py quantization-search --models lenet5,mlp_batchnorm --runtimes tflite
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zoo.benchmarks.common import first_examples, machine, markdown_table
-from zoo.benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR
+from benchmarks.common import first_examples, machine, markdown_table
+from benchmarks.quantization import CALIBRATION_SAMPLES, STUDY_DIR
 
 RUNTIMES = ("tflite", "onnx")
 HURT_POINTS = 1.0  # the issue's bar: PTQ int8 loses at least this many points
@@ -106,8 +106,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from zoo.export.isolation import ConversionProcess
     from zoo.errors import UnknownNameError
+    from zoo.export.isolation import ConversionProcess
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     runtimes = [n.strip() for n in args.runtimes.split(",") if n.strip()]
@@ -211,7 +211,7 @@ def _pct(v):
 def markdown(result: dict) -> str:
     m, s = result["machine"], result["settings"]
     lines = ["# Where post-training int8 hurts: the search", "",
-             f"Written by `zoo benchmark quantization-search`. Machine: {m.get('cpu_model')}, {m.get('cpus')} CPUs; "
+             f"Written by `python scripts/benchmark.py quantization-search`. Machine: {m.get('cpu_model')}, {m.get('cpus')} CPUs; "
              f"TF {m.get('tensorflow')}, LiteRT {m.get('ai-edge-litert')}, onnxruntime {m.get('onnxruntime')}. "
              f"Each model trained once (seed {s['seed']}) with the default recipe and the listed changes; int8 is "
              f"post-training, calibrated on {s['calibration_samples']} training examples; accuracy (%) on the whole "

@@ -26,7 +26,7 @@ from pathlib import Path
 import keras
 
 import zoo.data
-from zoo.benchmarks.common import machine, markdown_table, system_load
+from benchmarks.common import machine, markdown_table, system_load
 from zoo.training.builders import build_and_compile, load_splits, resolve_jit_compile
 from zoo.training.config import TrainConfig, load_recipe
 
@@ -254,7 +254,7 @@ def markdown(result: dict) -> str:
 
 def plots(result: dict, folder, stem: str = "time_to_accuracy") -> list[Path]:
     """Test accuracy against training seconds, one line per run."""
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
 

@@ -12,7 +12,7 @@ an honest estimate. The two tasks share no class: what transfers is the
 features. A fine-tuning setup beats scratch convincingly when its margin over
 scratch exceeds the spread (max - min) of both over seeds.
 
-    zoo benchmark transfer --results results/transfer
+    python scripts/benchmark.py transfer --results results/transfer
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import statistics
 import tempfile
 import time
 
-from zoo.benchmarks.common import machine
+from benchmarks.common import machine
 
 PRESET = "convnet_bn_mnist0to4"
 PRETRAIN = dict(model="convnet_bn", dataset="mnist_0to4", epochs=2, batch_size=256, optimizer="adamw", lr=1e-2,

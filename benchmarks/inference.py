@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.benchmarks import inference_report
-from zoo.benchmarks.common import Timing, cpu_count, first_examples, machine, measure
+from benchmarks import inference_report
+from benchmarks.common import Timing, cpu_count, first_examples, machine, measure
 
 markdown = inference_report.markdown
 plots = inference_report.plots
@@ -141,8 +141,8 @@ def _check_names(kind: str, names: list[str], allowed) -> list[str]:
 
 
 def run(args) -> dict:
-    from zoo.benchmarks.flops import forward_flops
-    from zoo.benchmarks.peak import matmul_peak_gflops
+    from benchmarks.flops import forward_flops
+    from benchmarks.peak import matmul_peak_gflops
 
     models = _check_names("model", _csv(args.models), CASES)
     runtimes = _check_names("runtime", _csv(args.runtimes), RUNTIMES)
@@ -183,7 +183,7 @@ def run(args) -> dict:
                                   flops, peak["gflops"])
             result["rows"].extend(rows)
             if args.profile == name:
-                from zoo.benchmarks.profile import profile_model
+                from benchmarks.profile import profile_model
 
                 print(f"[{name}] profiling ...", flush=True)
                 result["profile"] = profile_model(model, artifacts, max(batch_sizes), flops,

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from zoo.benchmarks.common import cpu_count
+from benchmarks.common import cpu_count
 
 
 def torch_version() -> str | None:

@@ -17,16 +17,16 @@ Variants: float32 without XLA (the zoo default on CPU), with XLA
 (`jit_compile=True`), and the mixed-precision policies (`mixed_bfloat16`;
 `mixed_float16` where asked).
 
-Per model on synthetic data (`zoo.benchmarks.model_efficiency`): convnet_bn,
+Per model on synthetic data (`benchmarks.model_efficiency`): convnet_bn,
 resnet20 and MobileNetV2 at CIFAR shape, the LSTM and the MLP, each against
 the same model in stock Keras (keras.applications' MobileNetV2), with % of
 the fp32 peak and the profiler's top ops.
 
 Also measured: the training input pipeline alone (samples/s iterating the
 dataset with no model) against the fastest consumption rate, the PyTorch peer
-(`zoo.benchmarks.torch_peer`), achieved GFLOP/s against the machine's matmul
-peak (`zoo.benchmarks.flops`, `zoo.benchmarks.peak`), and optionally time to
-accuracy (`zoo.benchmarks.time_to_accuracy`).
+(`benchmarks.torch_peer`), achieved GFLOP/s against the machine's matmul
+peak (`benchmarks.flops`, `benchmarks.peak`), and optionally time to
+accuracy (`benchmarks.time_to_accuracy`).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ import numpy as np
 import tensorflow as tf
 
 import zoo.data
+from benchmarks import input_pipeline, model_efficiency
+from benchmarks.common import machine, markdown_table, system_load
+from benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
-from zoo.benchmarks import input_pipeline, model_efficiency
-from zoo.benchmarks.common import machine, markdown_table, system_load
-from zoo.benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.training import features
 from zoo.training.builders import build_and_compile, load_splits, make_optimizer
 from zoo.training.config import load_recipe
@@ -130,7 +130,7 @@ def run(args) -> dict:
         result["throughput"].append(row)
         _print_row(row)
     if "cnn" in args.families and not args.no_torch:
-        from zoo.benchmarks import torch_peer
+        from benchmarks import torch_peer
 
         cnn = next((r for r in result["throughput"] if r["family"] == "cnn" and r["variant"] == "fp32"
                     and r.get("purpose") != "efficiency"), None)
@@ -141,7 +141,7 @@ def run(args) -> dict:
         print(f"[training] profiling zoo's CNN train step into {args.profile}", flush=True)
         result["profile"] = profile_steps(FAMILIES["cnn"], "fp32", args.profile, seed=args.seed)
     if getattr(args, "time_to_accuracy", False):
-        from zoo.benchmarks import time_to_accuracy
+        from benchmarks import time_to_accuracy
 
         result["time_to_accuracy"] = time_to_accuracy.run_seeds(seeds=args.tta_seeds)
     result["load_after"] = system_load()
@@ -264,7 +264,7 @@ def op_summary(logdir, top: int = 15) -> list[dict] | None:
     import collections
     import re
 
-    from zoo.benchmarks.profile import xplane_events
+    from benchmarks.profile import xplane_events
 
     totals = collections.Counter()
     for line, name, ms in xplane_events(logdir):
@@ -285,7 +285,7 @@ def op_summary(logdir, top: int = 15) -> list[dict] | None:
 
 def _forward_flops(model, config) -> int | None:
     try:
-        from zoo.benchmarks.flops import forward_flops
+        from benchmarks.flops import forward_flops
     except ImportError:
         return None
     try:
@@ -297,7 +297,7 @@ def _forward_flops(model, config) -> int | None:
 
 def _peak() -> dict | None:
     try:
-        from zoo.benchmarks.peak import matmul_peak_gflops
+        from benchmarks.peak import matmul_peak_gflops
     except ImportError:
         return None
     try:
@@ -307,7 +307,7 @@ def _peak() -> dict | None:
 
 
 def peak_gflops(peak: dict | None) -> float | None:
-    """The machine's float32 matmul peak from `zoo.benchmarks.peak`, whatever its key is called."""
+    """The machine's float32 matmul peak from `benchmarks.peak`, whatever its key is called."""
     if not peak:
         return None
     for key in ("peak_gflops", "gflops", "gflops_per_s", "float32_gflops"):
@@ -367,7 +367,7 @@ def markdown(result: dict) -> str:
         ("percent_of_peak", "% of peak"), ("error", "error")]))
     top = peak_gflops(result.get("peak"))
     if top:
-        out.append(f"\nPeak: {top:.0f} GFLOP/s (float32 matmul, `zoo.benchmarks.peak`); training FLOPs are "
+        out.append(f"\nPeak: {top:.0f} GFLOP/s (float32 matmul, `benchmarks.peak`); training FLOPs are "
                    f"taken as 3x the forward FLOPs.\n")
     if result["pipeline"]:
         out.append("\n## Input pipelines from the first epoch\n\n")
@@ -391,7 +391,7 @@ def markdown(result: dict) -> str:
         out.append(markdown_table(prof["top_ops"], [("layer", "layer"), ("op", "op"), ("ms", "ms"),
                                                     ("percent", "% of op time")]))
     if result.get("time_to_accuracy"):
-        from zoo.benchmarks import time_to_accuracy
+        from benchmarks import time_to_accuracy
 
         out.append("\n" + time_to_accuracy.markdown(result["time_to_accuracy"]).replace("# ", "## ", 1))
     return "".join(out)
@@ -436,7 +436,7 @@ def targets(result: dict) -> list[dict]:
 
 
 def plots(result: dict, folder) -> list[Path]:
-    from zoo.benchmarks.common import pyplot, save_figure
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
 
@@ -465,7 +465,7 @@ def plots(result: dict, folder) -> list[Path]:
         save_figure(fig, path, dpi=120)
         paths.append(path)
     if result.get("time_to_accuracy"):
-        from zoo.benchmarks import time_to_accuracy
+        from benchmarks import time_to_accuracy
 
         paths += time_to_accuracy.plots(result["time_to_accuracy"], folder, stem="training_time_to_accuracy")
     return paths

@@ -12,14 +12,14 @@ synthetic data so that no input pipeline is measured):
   `keras.Model` compiled with Keras's own optimizer of the same settings
   (zoo's is the fused one of `zoo.core.fused_optimizers`), the same loss
   and metrics, and loaded with the same weights;
-- timed `fit`s alternated ABBA (`zoo.benchmarks.fit_timing`);
-- achieved training GFLOP/s (3x the forward FLOPs of `zoo.benchmarks.flops`)
+- timed `fit`s alternated ABBA (`benchmarks.fit_timing`);
+- achieved training GFLOP/s (3x the forward FLOPs of `benchmarks.flops`)
   against the machine's fp32 matmul peak measured in the same run
-  (`zoo.benchmarks.peak`), by wall time and per CPU-second;
+  (`benchmarks.peak`), by wall time and per CPU-second;
 - the TensorFlow profiler's top op types of the zoo step
-  (`zoo.benchmarks.profile.compiled_op_summary`);
+  (`benchmarks.profile.compiled_op_summary`);
 - for a case with a % of peak target, the ceiling its convolutions set when
-  timed alone (`zoo.benchmarks.conv_ceiling`).
+  timed alone (`benchmarks.conv_ceiling`).
 
 A case may be a variant of a registered model (`model` names it, `overrides`
 sets builder options): `convnet_bn_32_64_64` is convnet_bn at twice its
@@ -57,10 +57,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.common import child_env
+from benchmarks.conv_ceiling import conv_ceiling
+from benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.architectures import registry
 from zoo.architectures.stock import stock_keras_model
-from zoo.benchmarks.conv_ceiling import conv_ceiling
-from zoo.benchmarks.fit_timing import Settings, interleaved_rates, parity_fits, timed_fit
 from zoo.training.builders import build_and_compile, make_optimizer
 from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
@@ -143,10 +144,10 @@ def build_pair(name: str, case: ModelCase, seed: int = 0, jit_compile: bool = Fa
 
 
 def measure(name: str, settings, peak: dict | None, seed: int = 0, profile_steps: int = 10) -> dict:
-    """One model's row: zoo against Keras (ABBA), GFLOP/s and % of `peak` (`zoo.benchmarks.peak`'s result)
+    """One model's row: zoo against Keras (ABBA), GFLOP/s and % of `peak` (`benchmarks.peak`'s result)
     by wall time and per CPU-second, the profile's top ops."""
-    from zoo.benchmarks.flops import forward_flops
-    from zoo.benchmarks.profile import compiled_op_summary
+    from benchmarks.flops import forward_flops
+    from benchmarks.profile import compiled_op_summary
 
     case = CASES[name]
     model_name = case.model or name
@@ -202,8 +203,8 @@ def measure_in_fresh_process(name: str, settings, peak: dict | None, seed: int, 
         request, answer = Path(folder) / "request.json", Path(folder) / "row.json"
         request.write_text(json.dumps({"name": name, "settings": dataclasses.asdict(settings), "peak": peak,
                                        "seed": seed, "profile_steps": profile_steps, "threads": threads}))
-        subprocess.run([sys.executable, "-m", "zoo.benchmarks.model_efficiency", str(request), str(answer)],
-                       check=True)
+        subprocess.run([sys.executable, "-m", "benchmarks.model_efficiency", str(request), str(answer)],
+                       env=child_env(), check=True)
         return json.loads(answer.read_text())
 
 
@@ -244,7 +245,7 @@ def row_text(row: dict) -> str:
 
 def markdown(rows: list[dict], peak: dict | None) -> str:
     """The per-model table, the targets met, and the top ops."""
-    from zoo.benchmarks.common import markdown_table
+    from benchmarks.common import markdown_table
 
     table = [dict(r, shape="x".join(map(str, r["input_shape"])),
                   range=f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
@@ -263,11 +264,11 @@ def markdown(rows: list[dict], peak: dict | None) -> str:
         ("ops", "top ops (zoo step)")])]
     if peak and peak.get("gflops"):
         out.append(f"\nPeak: {peak['gflops']:.0f} GFLOP/s by wall time, {peak.get('gflops_per_cpu_s', 0):.0f} "
-                   f"GFLOP per CPU-second (float32 matmul, `zoo.benchmarks.peak`, same run). Training FLOPs are "
-                   f"3x the forward FLOPs (`zoo.benchmarks.flops`). Inputs are synthetic, held in memory. "
+                   f"GFLOP per CPU-second (float32 matmul, `benchmarks.peak`, same run). Training FLOPs are "
+                   f"3x the forward FLOPs (`benchmarks.flops`). Inputs are synthetic, held in memory. "
                    f"\"Convolutions alone\" is the % of peak per CPU-second the step would reach if its Conv2D "
                    f"layers, each timed alone at its shapes (forward, weight and input gradient), were all it "
-                   f"ran (`zoo.benchmarks.conv_ceiling`): the most that trimming the rest of the step can give.\n")
+                   f"ran (`benchmarks.conv_ceiling`): the most that trimming the rest of the step can give.\n")
     return "".join(out)
 
 
