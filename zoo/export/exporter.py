@@ -23,7 +23,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.export.isolation import ConversionProcess, InProcess
-from zoo.export.planner import (PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
+from zoo.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
                                 own_parameters, plan)
 from zoo.export.report import ExportReport
 from zoo.export.results import ArtifactResult, KerasReference
@@ -133,7 +133,8 @@ def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> Mod
     return ModelFacts(name=plan.model.name, signature=plan.signature, output_names=tuple(refs),
                       layers=model_io.layer_classes(plan.model), recurrent=plan.recurrent,
                       quantization_aware=plan.quantization_aware, metadata=None if meta is None else meta.to_json(),
-                      keras_file=keras_file, keras_file_error=why)
+                      keras_file=keras_file, keras_file_error=why,
+                      card={k: str(v) for k, v in plan.card.items() if k in CARD_SLOTS})
 
 
 def _functional(model) -> bool:
