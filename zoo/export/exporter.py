@@ -14,6 +14,7 @@ then does the work in four steps:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -98,6 +99,8 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
             job = Job(target=target, model=facts, work_dir=str(work), data=files, saved_model_dir=saved_model_dir,
                       verify=plan.verify, latency_runs=plan.latency_runs, trust=plan.trust)
             results.append(runner.run(job, plan.timeout_s))
+        if plan.verify:
+            _mobile_clients(results, plan, refs, meta)
     finally:
         if runner is not process:
             runner.close()
@@ -112,6 +115,24 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
     )
     report.write(plan.out_dir)
     return report
+
+
+def _mobile_clients(results: list[ArtifactResult], plan: ExportPlan, refs: dict, meta) -> None:
+    """The report's mobile client column (`zoo.export.mobile_check`): a `mobile` artifact the client refuses
+    fails its verification."""
+    from zoo.export import mobile_check
+    from zoo.export.results import FAILED_VERIFICATION
+
+    checks = mobile_check.check(results, dict(plan.data.test_x), refs, meta and meta.class_names,
+                                random_data=plan.data.random)
+    for r in results:
+        found = checks.get(r.path)
+        if found is None:
+            continue
+        r.details = {**(r.details or {}), "mobile_client": {**dataclasses.asdict(found), "text": found.text}}
+        if found.accepted is False and r.options.get("mobile"):
+            r.status = FAILED_VERIFICATION
+            r.error = f"made for the mobile clients, and {found.client} refused it: {found.why}"
 
 
 def _data_files(plan: ExportPlan, work: Path) -> dict:
