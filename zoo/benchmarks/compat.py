@@ -403,7 +403,8 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
 
     With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
     is a result too; run without `resume` to redo them). Either way the rows of models not in `pool`
-    stay as they are.
+    stay as they are, and so do a model's cells not in `cells` (`scripts/compat_matrix.py --cells
+    onnx[int8]` re-runs one column).
     """
     import shutil
     import tempfile
@@ -416,7 +417,8 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
     work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
     try:
         for candidate in pool if pool is not None else candidates():
-            done = data["models"].get(candidate.name, {}).get("cells", {}) if resume else {}
+            kept = data["models"].get(candidate.name, {}).get("cells", {})
+            done = kept if resume else {k: v for k, v in kept.items() if k not in {_cell_key(*c) for c in cells}}
             todo = [c for c in applicable(candidate, cells) if _cell_key(*c) not in done]
             if not todo:
                 continue
@@ -431,10 +433,11 @@ def run(pool: list[Candidate] | None = None, *, results_dir=RESULTS_DIR, cells=C
             finally:
                 process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
-            row["cells"] = {**done, **row["cells"]} if resume else row["cells"]
+            row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
+            columns = {*data.get("cells", ()), *(_cell_key(*c) for c in cells)}  # in CELLS order
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=versions(), cells=[_cell_key(*c) for c in cells])
+                        versions=versions(), cells=[_cell_key(*c) for c in CELLS if _cell_key(*c) in columns])
             save(data, results_dir)
             if progress:
                 progress(f"{candidate.name} ({row['seconds']} s): "
