@@ -7,8 +7,8 @@
 
 Takes `--images` image files from the folder (round-robin over its class folders, sorted), asks zoo
 (`zoo.artifacts.predict`, reading the files as the run's metadata says) for the Keras model's classes,
-and MediaPipe Tasks' `ImageClassifier` (`zoo.formats.mobile_clients`, in its own virtualenv) for every
-`*_mobile.tflite` in the export folder, on the same files as they are. Prints, per file, the class
+and MediaPipe Tasks' `ImageClassifier` (`zoo.formats.mobile_clients`, in its own virtualenv) and zoo's
+own TFLite runner for every `*_mobile.tflite` in the export folder, on the same files as they are. Prints, per file, the class
 names both return and whether top-1 agrees, then the standard metadata read back by tflite-support's
 `MetadataDisplayer` (normalization, colour space, packed labels) where that client is installed.
 `--json FILE` writes the figures. Exits 1 unless every file agrees.
@@ -58,15 +58,18 @@ def main(argv=None) -> int:
     for model in models:
         top = [r[0] for r in answer["results"][model]]
         agree = sum(t["name"] == k for t, k in zip(top, keras_names))
+        own = zoo.artifacts.predict(model, [str(f) for f in files], top_k=1)  # zoo's TFLite runner, same file
+        own_names = [own.labels(int(i)) for i in own.outputs.argmax(-1)]
+        same = sum(t["name"] == o for t, o in zip(top, own_names))
         ok &= agree == len(files)
         figures["models"][model] = {"top1": [t["name"] for t in top], "scores": [round(t["score"], 4) for t in top],
-                                    "agree": agree}
+                                    "agree": agree, "zoo_tflite_top1": own_names, "agree_with_zoo_tflite": same}
         print(f"\n{os.path.basename(model)} in MediaPipe {answer['version']} ImageClassifier: top-1 = Keras on "
-              f"{agree}/{len(files)} files")
-        print(f"  {'file':40s} {'keras':10s} {'mediapipe':10s} score")
-        for f, k, t in zip(files, keras_names, top):
-            print(f"  {str(Path(f).relative_to(args.images)):40s} {k:10s} {t['name']:10s} {t['score']:.4f}"
-                  f"{'' if t['name'] == k else '  DIFFERS'}")
+              f"{agree}/{len(files)} files, = zoo's own TFLite runner on {same}/{len(files)}")
+        print(f"  {'file':40s} {'keras':10s} {'mediapipe':10s} {'score':6s} zoo tflite")
+        for f, k, t, o in zip(files, keras_names, top, own_names):
+            print(f"  {str(Path(f).relative_to(args.images)):40s} {k:10s} {t['name']:10s} {t['score']:.4f} {o}"
+                  f"{'' if t['name'] == k else '  DIFFERS from Keras'}")
     if mobile_clients.absent("tflite_support") is None:
         figures["metadata"] = {}
         for model in models:

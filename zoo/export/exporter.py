@@ -132,7 +132,8 @@ def _mobile_clients(results: list[ArtifactResult], plan: ExportPlan, refs: dict,
         r.details = {**(r.details or {}), "mobile_client": {**dataclasses.asdict(found), "text": found.text}}
         if found.accepted is False and r.options.get("mobile"):
             r.status = FAILED_VERIFICATION
-            r.error = f"made for the mobile clients, and {found.client} refused it: {found.why}"
+            refused = f"made for the mobile clients, and {found.client} refused it: {found.why}"
+            r.error = f"{r.error}; {refused}" if r.error else refused
 
 
 def _data_files(plan: ExportPlan, work: Path) -> dict:

@@ -79,13 +79,16 @@ def _pixels(x: np.ndarray, mean, std) -> np.ndarray | None:
 
 
 def check(results, test_x: dict, references: dict, class_names, *, random_data: bool = False) -> dict:
-    """{artifact path: ClientCheck} for the TFLite image classifiers among `results` (`ArtifactResult`s that
-    passed or were exported), against Keras's first output `references` on `test_x`."""
+    """{artifact path: ClientCheck} for the TFLite image classifiers among `results` (`ArtifactResult`s written,
+    whether or not they passed verification), against Keras's first output `references` on `test_x`."""
     from PIL import Image
+
+    from zoo.export.results import EXPORT_FAILED
 
     from zoo.formats import mobile_clients
 
-    found = {r.path: _classifier(r.path) for r in results if r.format == "tflite" and r.ok and r.path}
+    found = {r.path: _classifier(r.path) for r in results
+             if r.format == "tflite" and r.path and r.status != EXPORT_FAILED}
     found = {path: c for path, c in found.items() if c is not None}
     if not found:
         return {}
