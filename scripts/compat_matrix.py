@@ -18,6 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main(argv=None) -> int:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's zoo, results
     from zoo.benchmarks import compat
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
