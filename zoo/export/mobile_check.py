@@ -9,7 +9,8 @@ given. The column says whether the client opened the file, whether it returned t
 from it, and on how many images its top-1 is Keras's. All TFLite files go to one MediaPipe process.
 
 A `mobile` artifact (`zoo.formats.tflite`'s option) is made for these clients: one MediaPipe refuses
-fails its verification. For any other artifact the column informs only (a grayscale model's plain
+fails its verification. Files its documented rules refuse (an input of depth 1, int8 tensors: the
+messages of issue 28) are reported as refused without starting the client. For any other artifact the column informs only (a grayscale model's plain
 file is refused by design: MediaPipe takes depth 3 or 4). Without the client installed, or without
 image data (random inputs, pixels that are not whole 0-255 values), the column says why it is empty.
 """
@@ -69,6 +70,22 @@ def _classifier(path: str):
     return standard.labels, *standard.normalization, shape
 
 
+def _known_refusal(path: str, shape: tuple) -> str | None:
+    """What MediaPipe says of a file it refuses by its documented rules (depth 3 or 4; uint8 or float32
+    tensors), so no client process is started for it; None where it may take it."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from zoo.formats import tflite_metadata
+
+    if shape[-1] not in (3, 4):
+        return (f"The input tensor should have dimensions 1 x height x width x depth, where depth = 3 or 4. Got 1 x "
+                f"{' x '.join(map(str, shape))}. (MediaPipe's rule; not run)")
+    graph = schema.Model.GetRootAs(tflite_metadata.split(Path(path).read_bytes())[0], 0).Subgraphs(0)
+    if graph.Tensors(graph.Inputs(0)).Type() == schema.TensorType.INT8:
+        return "Requested one of these types: uint8/float32, got INT8. (MediaPipe's rule; not run)"
+    return None
+
+
 def _pixels(x: np.ndarray, mean, std) -> np.ndarray | None:
     """The stored pixels the test inputs `x` (n, h, w, c) are read from through the normalization, as uint8;
     None where they are not whole 0-255 values (then no image file gives the client what Keras got)."""
@@ -84,24 +101,29 @@ def check(results, test_x: dict, references: dict, class_names, *, random_data: 
     from PIL import Image
 
     from zoo.export.results import EXPORT_FAILED
-
     from zoo.formats import mobile_clients
 
     found = {r.path: _classifier(r.path) for r in results
              if r.format == "tflite" and r.path and r.status != EXPORT_FAILED}
     found = {path: c for path, c in found.items() if c is not None}
+    out = {}
+    for path, (_, _, _, shape) in list(found.items()):
+        refusal = _known_refusal(path, shape)
+        if refusal:
+            out[path] = ClientCheck(CLIENT, accepted=False, why=refusal)
+            del found[path]
     if not found:
-        return {}
+        return out
     why = mobile_clients.absent(CLIENT)
     if why is None and random_data:
         why = "no image data (random inputs): give --data"
     if why is None and len(test_x) != 1:
         why = "the model takes more than one input"
     if why:
-        return {path: ClientCheck(CLIENT, why=why) for path in found}
+        return {**out, **{path: ClientCheck(CLIENT, why=why) for path in found}}
     x = np.asarray(next(iter(test_x.values())))[:IMAGES]
     keras_top1 = np.argmax(next(iter(references.values()))[: len(x)], -1)
-    out, by_normalization = {}, {}
+    by_normalization = {}
     for path, (labels, mean, std, _shape) in found.items():
         by_normalization.setdefault((tuple(mean), tuple(std)), []).append(path)
     with tempfile.TemporaryDirectory(prefix="zoo-mobile-check-") as tmp:
