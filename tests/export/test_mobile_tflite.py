@@ -4,7 +4,7 @@ A grayscale digit classifier with `Rescaling(1/255)` inside (what `zoo train --d
 an RGB front (`mobile.rgb_front`), is exported to TFLite, and gets zoo's metadata and the standard
 TFLITE_METADATA (`mobile.write`). The references are the clients, each in a virtualenv of its own
 (`scripts/setup.sh --dev`; the tests say why they skip without one): MediaPipe Tasks' ImageClassifier
-must name the class Keras picks on real PNG files, and tflite-support's MetadataDisplayer (the standard
+must name the class Keras picks on real PNG files, as must the TFLite Task Library, and tflite-support's MetadataDisplayer (the standard
 reader) and Android Studio's code generator must read the metadata back.
 """
 
@@ -177,6 +177,14 @@ def test_mediapipe_image_classifier_names_keras_top1(digits, mobile_files):
     for precision, path in mobile_files.items():
         named = [result[0]["name"] for result in answer["results"][path]]
         assert named == top1, (precision, named, top1)
+
+
+@_needs("tflite_support")
+def test_the_task_library_image_classifier_names_keras_top1(digits, mobile_files):
+    _, _, files, top1, _, _ = digits
+    for precision in ("float32", "uint8"):
+        answer = mobile_clients.task_library_classify(mobile_files[precision], files)
+        assert [result[0]["name"] for result in answer["results"]] == top1, precision
 
 
 @_needs("tflite_support")
