@@ -1,11 +1,12 @@
-"""The standard TFLite metadata (issue 28), read by the real mobile clients.
+"""The standard TFLite metadata and `mobile` export (issue 28), read by the real mobile clients.
 
-A grayscale digit classifier with `Rescaling(1/255)` inside (what `zoo train --data` makes) goes behind
-an RGB front (`mobile.rgb_front`), is exported to TFLite, and gets zoo's metadata and the standard
-TFLITE_METADATA (`mobile.write`). The references are the clients, each in a virtualenv of its own
-(`scripts/setup.sh --dev`; the tests say why they skip without one): MediaPipe Tasks' ImageClassifier
-must name the class Keras picks on real PNG files, as must the TFLite Task Library, and tflite-support's MetadataDisplayer (the standard
-reader) and Android Studio's code generator must read the metadata back.
+A grayscale digit classifier with `Rescaling(1/255)` inside (what `zoo train --data` makes) is exported
+with `zoo.export.export(..., mobile=True)` (an RGB front, uint8 I/O for full int8), and its RGB twin
+(`mobile.rgb_front`) as a plain int8 file; every file carries zoo's metadata and the standard
+TFLITE_METADATA. The references are the clients, each in a virtualenv of its own (`scripts/setup.sh
+--dev`; the tests say why they skip without one): MediaPipe Tasks' ImageClassifier and the TFLite Task
+Library must name the class Keras picks on real PNG files, and tflite-support's MetadataDisplayer (the
+standard reader) and Android Studio's code generator must read the metadata back.
 """
 
 import dataclasses
