@@ -405,6 +405,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-hub", action="store_true", help="leave out the keras-hub backbones")
     parser.add_argument("--fresh", action="store_true",
                         help="redo the cells of the models run (other models' rows are kept)")
+    parser.add_argument("--cells", help="comma-separated format[precision] cells to run, e.g. onnx[int8] (with "
+                        "--fresh: re-run; a model's other cells stay). Default: every cell")
     parser.add_argument("--list", nargs=0, action=_ListModels, help="list the models and exit")
 
 
@@ -417,10 +419,23 @@ class _ListModels(argparse.Action):
         parser.exit()
 
 
+def chosen_cells(keys: str | None) -> tuple:
+    """The cells `--cells` names (`onnx[int8],tflite[int8]`), or every cell."""
+    from zoo.errors import UnknownNameError
+
+    if not keys:
+        return CELLS
+    known = {_cell_key(*c): c for c in CELLS}
+    for key in keys.split(","):
+        if key not in known:
+            raise UnknownNameError("compatibility-matrix cell", key, known)
+    return tuple(known[k] for k in keys.split(","))
+
+
 def run(args) -> dict:
     """The matrix over the models of `args` (resumable: see `run_matrix`), written to `args.results`."""
     pool = by_name(args.models) if args.models else candidates(args.all, not args.no_hub)
-    data = run_matrix(pool, results_dir=args.results, resume=not args.fresh)
+    data = run_matrix(pool, results_dir=args.results, resume=not args.fresh, cells=chosen_cells(args.cells))
     failed = [f"{name} {key}" for name, row in data["models"].items() for key, cell in row["cells"].items()
               if cell["status"] != "passed"]
     print(f"{len(data['models'])} models; {len(failed)} cells not passed" + (": " + ", ".join(failed) if failed else ""))
@@ -433,7 +448,8 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
 
     With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
     is a result too; run without `resume` to redo them). Either way the rows of models not in `pool`
-    stay as they are.
+    stay as they are, and so do a model's cells not in `cells` (`scripts/benchmark.py compat --cells
+    onnx[int8]` re-runs one column).
     """
     import shutil
     import tempfile
@@ -446,7 +462,8 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
     work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
     try:
         for candidate in pool if pool is not None else candidates():
-            done = data["models"].get(candidate.name, {}).get("cells", {}) if resume else {}
+            kept = data["models"].get(candidate.name, {}).get("cells", {})
+            done = kept if resume else {k: v for k, v in kept.items() if k not in {_cell_key(*c) for c in cells}}
             todo = [c for c in applicable(candidate, cells) if _cell_key(*c) not in done]
             if not todo:
                 continue
@@ -461,10 +478,11 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
             finally:
                 process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
-            row["cells"] = {**done, **row["cells"]} if resume else row["cells"]
+            row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
+            columns = {*data.get("cells", ()), *(_cell_key(*c) for c in cells)}  # in CELLS order
             data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=versions(), cells=[_cell_key(*c) for c in cells])
+                        versions=versions(), cells=[_cell_key(*c) for c in CELLS if _cell_key(*c) in columns])
             save(data, results_dir)
             if progress:
                 progress(f"{candidate.name} ({row['seconds']} s): "

@@ -2,9 +2,12 @@
 
     python scripts/mnist_png_folder.py /tmp/mnist_png            # train/<digit>/*.png, test/<digit>/*.png
     zoo train --data /tmp/mnist_png                              # the acceptance run of issue 14
+    python scripts/mnist_png_folder.py /tmp/colour --rgb 32 --names --limit 4000   # RGB images (issue 28)
 
 The pixels are TFDS MNIST's uint8 values (prepare it first: `zoo data prepare mnist`), saved
-losslessly; class folders are the digit names 0-9. Writing happens into a temporary folder
+losslessly; class folders are the digits 0-9 (`--names`: zero, one, ..., nine). `--rgb SIZE` writes RGB
+images instead: each digit resized to SIZE x SIZE, drawn in a random colour on a random background
+colour of a different brightness (seeded), a small colour classification task with no download. Writing happens into a temporary folder
 renamed into place at the end, so an interrupted run leaves nothing half-written.
 """
 
@@ -16,7 +19,24 @@ import shutil
 import sys
 
 
-def write_pngs(out: str, data_dir: str | None = None, limit: int | None = None) -> dict:
+NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def colourize(gray, size: int, rng):
+    """A (28, 28) uint8 digit as a (size, size, 3) uint8 RGB image: the stroke in one random colour over a
+    background of another, brightness apart so the digit stays legible."""
+    import numpy as np
+    from PIL import Image
+
+    alpha = np.asarray(Image.fromarray(gray).resize((size, size), Image.BILINEAR), np.float32)[..., None] / 255
+    ink, paper = rng.uniform(0, 255, 3), rng.uniform(0, 255, 3)
+    if abs(ink.mean() - paper.mean()) < 80:  # too close: push the paper away from the ink
+        paper = np.clip(paper + (100 if ink.mean() < 128 else -100), 0, 255)
+    return np.round(alpha * ink + (1 - alpha) * paper).astype(np.uint8)
+
+
+def write_pngs(out: str, data_dir: str | None = None, limit: int | None = None, rgb: int | None = None,
+               names: bool = False) -> dict:
     """Writes the train and test splits under `out`; returns split -> number of files."""
     import numpy as np
     import tensorflow_datasets as tfds
@@ -28,6 +48,7 @@ def write_pngs(out: str, data_dir: str | None = None, limit: int | None = None) 
         raise SystemExit(f"{out} exists; remove it or choose another folder.")
     tmp = f"{out}.partial-{os.getpid()}"
     counts = {}
+    rng = np.random.default_rng(0)
     try:
         for split in ("train", "test"):
             builder = tfds.builder("mnist", data_dir=data_dir or zoo.data.default_data_dir())
@@ -36,9 +57,11 @@ def write_pngs(out: str, data_dir: str | None = None, limit: int | None = None) 
             for image, label in tfds.as_numpy(ds):
                 if limit and n >= limit:
                     break
-                folder = os.path.join(tmp, split, str(int(label)))
+                folder = os.path.join(tmp, split, NAMES[int(label)] if names else str(int(label)))
                 os.makedirs(folder, exist_ok=True)
-                Image.fromarray(np.squeeze(image, -1)).save(os.path.join(folder, f"{n:05d}.png"))
+                pixels = np.squeeze(image, -1)
+                Image.fromarray(colourize(pixels, rgb, rng) if rgb else pixels).save(
+                    os.path.join(folder, f"{n:05d}.png"))
                 n += 1
             counts[split] = n
         os.replace(tmp, out)
@@ -52,8 +75,11 @@ def main(argv=None) -> int:
     parser.add_argument("out", help="folder to create")
     parser.add_argument("--data-dir", help="prepared TFDS data (default $ZOO_DATA_DIR or ~/tensorflow_datasets)")
     parser.add_argument("--limit", type=int, help="at most this many images per split (for quick tries)")
+    parser.add_argument("--rgb", type=int, metavar="SIZE", help="RGB images SIZE x SIZE: coloured digits on "
+                        "coloured backgrounds")
+    parser.add_argument("--names", action="store_true", help="class folders named zero, one, ... (default 0-9)")
     args = parser.parse_args(argv)
-    counts = write_pngs(args.out, args.data_dir, args.limit)
+    counts = write_pngs(args.out, args.data_dir, args.limit, args.rgb, args.names)
     print(", ".join(f"{split}: {n} PNG files" for split, n in counts.items()), f"in {args.out}")
     return 0
 

@@ -1,11 +1,12 @@
-"""The standard TFLite metadata (issue 28), read by the real mobile clients.
+"""The standard TFLite metadata and `mobile` export (issue 28), read by the real mobile clients.
 
-A grayscale digit classifier with `Rescaling(1/255)` inside (what `zoo train --data` makes) goes behind
-an RGB front (`mobile.rgb_front`), is exported to TFLite, and gets zoo's metadata and the standard
-TFLITE_METADATA (`mobile.write`). The references are the clients, each in a virtualenv of its own
-(`scripts/setup.sh --dev`; the tests say why they skip without one): MediaPipe Tasks' ImageClassifier
-must name the class Keras picks on real PNG files, and tflite-support's MetadataDisplayer (the standard
-reader) and Android Studio's code generator must read the metadata back.
+A grayscale digit classifier with `Rescaling(1/255)` inside (what `zoo train --data` makes) is exported
+with `zoo.export.export(..., mobile=True)` (an RGB front, uint8 I/O for full int8), and its RGB twin
+(`mobile.rgb_front`) as a plain int8 file; every file carries zoo's metadata and the standard
+TFLITE_METADATA. The references are the clients, each in a virtualenv of its own (`scripts/setup.sh
+--dev`; the tests say why they skip without one): MediaPipe Tasks' ImageClassifier and the TFLite Task
+Library must name the class Keras picks on real PNG files, and tflite-support's MetadataDisplayer (the
+standard reader) and Android Studio's code generator must read the metadata back.
 """
 
 import dataclasses
@@ -62,26 +63,52 @@ def digits(real_mnist_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def mobile_files(digits):
-    """{precision: TFLite file with both metadata}: float32, float16, int8 (float I/O) through `zoo.export.export`,
-    uint8 (full int8, uint8 I/O) through the converter settings `mobile.uint8_io`."""
-    import tensorflow as tf
-
-    model, rgb, files, _, out, x = digits
-    report = zoo.export.export(rgb, out / "export", ["tflite"], precision=("float32", "float16", "int8"),
-                               data=ExportData(test=x, calibration=x), class_names=NAMES, latency_runs=0)
+def exported(digits):
+    """(report, {precision: TFLite file}): the grayscale model through `zoo.export.export(..., mobile=True)`
+    (RGB front; float32, float16, and full int8 with uint8 I/O), and its RGB twin's full int8 with float I/O
+    ("int8"). Both exports carry zoo's and the standard metadata, and run MediaPipe where it is installed
+    (the report's mobile client column)."""
+    model, rgb, _, _, out, x = digits
+    gray_x = x[..., :1]
+    report = zoo.export.export(model, out / "export", ["tflite"], precision=("float32", "float16", "int8"),
+                               mobile=True, data=ExportData(test=gray_x, calibration=gray_x), class_names=NAMES,
+                               latency_runs=0, card={"author": "zoo tests", "license": "Apache-2.0", "version": "1"})
     assert report.ok, report.table()
-    paths = {r.variant: r.path for r in report.results}
-    converter = tf.lite.TFLiteConverter.from_keras_model(rgb)
-    converter.representative_dataset = lambda: ([x[i : i + 1]] for i in range(len(x)))
-    mobile.uint8_io(converter)
-    paths["uint8"] = str(out / "digits_uint8_mobile.tflite")
-    with open(paths["uint8"], "wb") as f:
-        f.write(converter.convert())
-    meta = zoo_metadata.describe(rgb, class_names=NAMES)
-    for path in paths.values():
-        mobile.write(path, meta, name="digits", version="1", author="zoo tests", license="Apache-2.0")
-    return paths
+    paths = {("uint8" if r.variant == "int8" else r.variant): r.path for r in report.results}
+    plain = zoo.export.export(rgb, out / "plain", ["tflite"], precision=("int8",), latency_runs=0,
+                              data=ExportData(test=x, calibration=x), class_names=NAMES)
+    assert plain.ok, plain.table()
+    paths["int8"] = plain.results[0].path
+    return report, paths
+
+
+@pytest.fixture(scope="module")
+def mobile_files(exported):
+    return exported[1]
+
+
+def test_mobile_export_is_named_noted_and_run_in_mediapipe(exported):
+    report, paths = exported
+    for r in report.results:
+        assert r.path.endswith(f"digits_{r.variant}_mobile.tflite"), r.path
+        assert "mobile: RGB input, its channels averaged to gray in the graph" in r.notes
+    assert "mobile: uint8 input and output (pixels as stored)" in report.result("tflite", "int8").notes
+    if mobile_clients.absent("mediapipe") is None:  # the report's column: the client on 20 test images
+        assert report.rows()[0][-1] == "mobile client"
+        for r in report.results:
+            check = r.details["mobile_client"]
+            assert check["accepted"] and check["names_from_file"] and check["images"] == 20, check
+            assert check["top1_agree"] >= (19 if r.variant == "int8" else 20), check
+
+
+def test_mobile_refuses_what_the_clients_cannot_take():
+    from zoo.formats import tflite
+
+    target = type("Target", (), {"options": {"mobile": True, "int8_io": True}, "variant": "int8"})
+    with pytest.raises(ValueError, match="int8_io"):
+        tflite._mobile_front(type("Conversion", (), {"target": target, "model": None}), None)
+    assert tflite.FORMAT.artifact_name("m", "int8", {"mobile": True}) == "m_int8_mobile.tflite"
+    assert tflite.FORMAT.artifact_name("m", "int8", {"mobile": False}) == "m_int8.tflite"
 
 
 def _calibration(files):
@@ -151,6 +178,14 @@ def test_mediapipe_image_classifier_names_keras_top1(digits, mobile_files):
     for precision, path in mobile_files.items():
         named = [result[0]["name"] for result in answer["results"][path]]
         assert named == top1, (precision, named, top1)
+
+
+@_needs("tflite_support")
+def test_the_task_library_image_classifier_names_keras_top1(digits, mobile_files):
+    _, _, files, top1, _, _ = digits
+    for precision in ("float32", "uint8"):
+        answer = mobile_clients.task_library_classify(mobile_files[precision], files)
+        assert [result[0]["name"] for result in answer["results"]] == top1, precision
 
 
 @_needs("tflite_support")

@@ -217,6 +217,24 @@ def test_two_named_inputs_and_outputs_in_every_format(tmp_path):
     assert [i["name"] for i in report.model["inputs"]] == ["image", "meta"]
     assert sorted(report.model["outputs"]) == ["label", "score"]
     _check_every_artifact(report, model, x, None)
+    _generic_tflite_metadata(report.result("tflite", "float32").path, ["image", "meta"], ["label", "score"])
+
+
+def _generic_tflite_metadata(path, inputs, outputs):
+    """A model that is no image classifier still carries the standard TFLite metadata (issue 28): every tensor
+    named, with its dtype and shape, as tflite-support's own reader shows it (where `scripts/setup.sh --dev`
+    installed it; else the file's entry must at least be there)."""
+    from zoo.formats import mobile_clients, tflite_metadata
+
+    if mobile_clients.absent("tflite_support") is not None:
+        assert tflite_metadata.read(path) is not None
+        return
+    shown = mobile_clients.read_metadata(path)
+    graph = shown["metadata"]["subgraph_metadata"][0]
+    assert sorted(t["name"] for t in graph["input_tensor_metadata"]) == inputs
+    assert sorted(t["name"] for t in graph["output_tensor_metadata"]) == outputs
+    assert all("float32 [-1" in t["description"] for t in graph["input_tensor_metadata"]), graph
+    assert shown["files"] == {}
 
 
 def test_preprocessing_inside_rescaling_normalization_resizing_center_crop(tmp_path):

@@ -14,6 +14,7 @@ then does the work in four steps:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -23,7 +24,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.export.isolation import ConversionProcess, InProcess
-from zoo.export.planner import (PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
+from zoo.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
                                 own_parameters, plan)
 from zoo.export.report import ExportReport
 from zoo.export.results import ArtifactResult, KerasReference
@@ -98,6 +99,8 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
             job = Job(target=target, model=facts, work_dir=str(work), data=files, saved_model_dir=saved_model_dir,
                       verify=plan.verify, latency_runs=plan.latency_runs, trust=plan.trust)
             results.append(runner.run(job, plan.timeout_s))
+        if plan.verify:
+            _mobile_clients(results, plan, refs, meta)
     finally:
         if runner is not process:
             runner.close()
@@ -112,6 +115,25 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
     )
     report.write(plan.out_dir)
     return report
+
+
+def _mobile_clients(results: list[ArtifactResult], plan: ExportPlan, refs: dict, meta) -> None:
+    """The report's mobile client column (`zoo.export.mobile_check`): a `mobile` artifact the client refuses
+    fails its verification."""
+    from zoo.export import mobile_check
+    from zoo.export.results import FAILED_VERIFICATION
+
+    checks = mobile_check.check(results, dict(plan.data.test_x), refs, meta and meta.class_names,
+                                random_data=plan.data.random)
+    for r in results:
+        found = checks.get(r.path)
+        if found is None:
+            continue
+        r.details = {**(r.details or {}), "mobile_client": {**dataclasses.asdict(found), "text": found.text}}
+        if found.accepted is False and r.options.get("mobile"):
+            r.status = FAILED_VERIFICATION
+            refused = f"made for the mobile clients, and {found.client} refused it: {found.why}"
+            r.error = f"{r.error}; {refused}" if r.error else refused
 
 
 def _data_files(plan: ExportPlan, work: Path) -> dict:
@@ -133,7 +155,8 @@ def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> Mod
     return ModelFacts(name=plan.model.name, signature=plan.signature, output_names=tuple(refs),
                       layers=model_io.layer_classes(plan.model), recurrent=plan.recurrent,
                       quantization_aware=plan.quantization_aware, metadata=None if meta is None else meta.to_json(),
-                      keras_file=keras_file, keras_file_error=why)
+                      keras_file=keras_file, keras_file_error=why,
+                      card={k: str(v) for k, v in plan.card.items() if k in CARD_SLOTS})
 
 
 def _functional(model) -> bool:

@@ -155,7 +155,9 @@ def plan(
             they replace the names a zoo-trained model carries.
         input_meaning: what the input means beyond its shape, for clients: e.g. `{"channel_order": "RGB",
             "scale": "0-255", "mean": [...], "std": [...]}` for preprocessing done outside the model.
-        card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`.
+        card: extra model-card facts, e.g. `{"recipe": "mnist_fast"}`; `name`, `version`, `author` and `license`
+            also go into the artifacts that have a slot for them (the standard TFLite metadata). Where not
+            given they are read from the run the model comes from (`model_card`).
         verify: load each artifact in its runtime and check it against Keras (the default).
         latency_runs: batch-1 runs timed per artifact (after 5 warm-up runs); 0 skips latency.
         timeout_s: per artifact.
@@ -207,7 +209,44 @@ def plan(
     return ExportPlan(model=model, source=source, out_dir=out, formats=fmts, options=resolved,
                       targets=_targets(fmts, resolved, out, model.name, quantization_aware), signature=signature,
                       metadata=meta, data=planned, recurrent=recurrent, quantization_aware=quantization_aware,
-                      looped=looped, verify=verify, latency_runs=latency_runs, timeout_s=timeout_s, trust=trust, card=dict(card or {}))
+                      looped=looped, verify=verify, latency_runs=latency_runs, timeout_s=timeout_s, trust=trust,
+                      card=model_card(card, source, meta))
+
+
+CARD_SLOTS = ("name", "version", "author", "license")  # what the standard TFLite metadata's ModelMetadata holds
+
+
+def model_card(card: dict | None, source: str | None = None, meta: ModelMetadata | None = None) -> dict:
+    """The caller's card, with the version and license of the run the model comes from where not given.
+
+    The run is found from `source` (the `.keras` file given) or the card's `source` (the CLI's model argument):
+    a run directory, or the folder of its `last.keras`/`best.keras`, holding `run.json`
+    (`zoo.training.run.RUN_FILE`). Its version is when it started; its license the preset license it was run
+    with (`--preset-license`), else, for a model trained on data by zoo, that the weights inherit the data's
+    terms (as `zoo train --save-preset` says).
+    """
+    import json
+
+    out = dict(card or {})
+    run = None
+    for where in (source, out.get("source")):
+        if not where:
+            continue
+        folder = Path(where) if Path(where).is_dir() else Path(where).parent
+        try:
+            run = json.loads((folder / "run.json").read_text())
+            break
+        except (OSError, ValueError):
+            continue
+    config = (run or {}).get("config") or {}
+    if run and run.get("started"):
+        out.setdefault("version", f"run started {run['started']}")
+    data = (meta.source.get("data") if meta is not None else None) or config.get("data") or config.get("dataset")
+    if config.get("preset_license"):
+        out.setdefault("license", config["preset_license"])
+    elif data and (run or (meta is not None and meta.source.get("data"))):
+        out.setdefault("license", f"unspecified: the weights inherit the terms of the training data ({data})")
+    return out
 
 
 def _calibration(data: ExportData, resolved: dict, signature, test_x, recurrent: bool, quantization_aware: bool):
@@ -319,7 +358,7 @@ def _targets(fmts, options, out: Path, model_name: str, quantization_aware: bool
         opts = {k: (os.fspath(v) if k == "serving_dir" and v is not None else v) for k, v in options[f.name].items()}
         variants = opts[f.variant_option] if f.variant_option else (None,)
         for variant in variants:
-            path = out / f.artifact.format(model=model_name, variant=variant)
+            path = out / f.artifact_name(model_name, variant, opts)
             precision = "int8" if quantization_aware else f.precision(variant)
             targets.append(Target(format=f.name, module=f.module, variant=variant, precision=precision,
                                   path=str(path), options=opts))

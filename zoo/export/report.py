@@ -104,6 +104,11 @@ class ExportReport:
                 _num(v and v.max_abs_diff, ".2g"), _pct(v and v.argmax_agreement), _pct(v and v.accuracy),
                 _num(v and v.latency_ms), _num(r.export_s, ".1f"),
             ))
+        if any("mobile_client" in (r.details or {}) for r in self.results):  # TFLite image classifiers
+            rows[0] += ("mobile client",)
+            rows[1] += ("",)
+            for i, r in enumerate(self.results, 2):
+                rows[i] += (((r.details or {}).get("mobile_client") or {}).get("text", ""),)
         return rows
 
     def table(self) -> str:

@@ -164,7 +164,9 @@ class Format(Kind):
     `recurrent_route` what its export does for RNN layers that the traced graph does not show.
     `companions` are files written beside the model that are not part of it (left out of its size),
     `packages` the distributions whose versions the export report records, `short` its name in
-    `zoo list`'s exports column.
+    `zoo list`'s exports column. `marks` name boolean options that change what the artifact is: the
+    option's mark goes into the file name before its suffix when the option is on (TFLite's `mobile`:
+    `{model}_{variant}_mobile.tflite`), so it is never mistaken for the plain artifact.
     """
 
     artifact: str  # path under the output directory; {model} and {variant} are filled in
@@ -176,6 +178,7 @@ class Format(Kind):
     companions: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     short: str = ""
+    marks: Mapping | None = None  # boolean option -> mark in the artifact's name when it is on
 
     parts = FORMAT_PARTS
 
@@ -194,9 +197,25 @@ class Format(Kind):
                                  f"expected one of {PRECISIONS}.")
         if self.precisions is not None:
             object.__setattr__(self, "precisions", MappingProxyType(dict(self.precisions)))
+        for option in self.marks or {}:
+            if self.option(option) is None:
+                raise ValueError(f"Format {self.name!r}: marks names {option!r}, which is not one of its options: "
+                                 f"{names}")
+        if self.marks is not None:
+            object.__setattr__(self, "marks", MappingProxyType(dict(self.marks)))
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
+
+    def artifact_name(self, model: str, variant: str | None, options: Mapping) -> str:
+        """The artifact's path under the output directory: `artifact` filled in, with the mark of every marking
+        option that is on before the suffix."""
+        name = self.artifact.format(model=model, variant=variant)
+        marks = "".join(mark for option, mark in (self.marks or {}).items() if options.get(option))
+        if not marks:
+            return name
+        stem, dot, suffix = name.rpartition(".")
+        return f"{stem}{marks}.{suffix}" if dot else f"{name}{marks}"
 
     def precision(self, variant: str | None) -> str:
         """The tolerance class of an artifact of this format."""
@@ -283,14 +302,18 @@ class ModelFacts:
     metadata: str | None = None  # zoo metadata JSON, written into every artifact (zoo.formats.metadata)
     keras_file: str | None = None  # the model as a .keras file; None when not needed or not savable
     keras_file_error: str | None = None  # why keras_file is None
+    # The model card's facts for artifacts with a slot for them (the standard TFLite metadata): name, version,
+    # author, license, where known (`zoo.export.planner.model_card`).
+    card: Mapping = dataclasses.field(default_factory=dict)
 
     def __reduce__(self):
         fields = [getattr(self, f.name) for f in dataclasses.fields(self)]
-        fields[3] = dict(self.layers)
+        fields[3], fields[-1] = dict(self.layers), dict(self.card)
         return (ModelFacts, tuple(fields))
 
     def __post_init__(self):
         object.__setattr__(self, "layers", MappingProxyType(dict(self.layers)))
+        object.__setattr__(self, "card", MappingProxyType(dict(self.card)))
         object.__setattr__(self, "output_names", tuple(self.output_names))
 
 
@@ -397,8 +420,8 @@ class Runner:
     `inputs` and `outputs` are the public spec: one `TensorInfo` (name, per-example shape with None
     where free, dtype name) per tensor, as the runtime declares them; `predict` takes the inputs by
     name, `{input name: array}`, or, for a model with one input, the bare array, and returns the
-    outputs by name. A quantized input or output (TFLite's int8 I/O) is declared as the float the
-    runner takes and returns.
+    outputs by name. A quantized input or output (TFLite's int8 or uint8 I/O) is declared as the float
+    the runner takes and returns.
     """
 
     runtime: str = ""
@@ -410,9 +433,16 @@ class Runner:
         return [t.name for t in self.inputs]
 
     def named(self, x) -> dict[str, np.ndarray]:
+        """The inputs by name; a grayscale image batch given to an RGB input (a `mobile` TFLite artifact's front)
+        is repeated to R = G = B, as an app decodes a grayscale file into an RGB bitmap."""
         from zoo.formats.inputs import as_named
 
-        return as_named(x, self.input_names, "inputs")
+        named = as_named(x, self.input_names, "inputs")
+        for spec in self.inputs:
+            value = named[spec.name]
+            if len(spec.shape) == 3 and spec.shape[-1] == 3 and value.ndim == 4 and value.shape[-1] == 1:
+                named[spec.name] = np.repeat(value, 3, -1)
+        return named
 
     def example(self, batch: int = 1) -> dict[str, np.ndarray]:
         """Zeros (or empty strings) shaped as the inputs, free axes 1: what a runtime may prepare on."""

@@ -19,7 +19,7 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
 CLIENTS = {  # name -> (virtualenv in the repository root, environment variable naming another python)
     "mediapipe": (".venv-mediapipe", "ZOO_MEDIAPIPE_PYTHON"),
     "tflite_support": (".venv-tflite-support", "ZOO_TFLITE_SUPPORT_PYTHON"),

@@ -13,6 +13,11 @@ Recurrent models need a route, because Keras 3's LSTM/GRU/SimpleRNN trace to a
 - `unrolled`: the model rebuilt with `unroll=True` and a static time axis, the
   weights copied. A plain feed-forward graph: every precision, full int8 included,
   at the price of a fixed sequence length (`Conversion.unrolled_saved_model`, shared with TF.js).
+
+Every artifact carries zoo's metadata entry and the standard TFLite metadata that MediaPipe Tasks,
+the TFLite Task Library and Android Studio's ML Model Binding read (`zoo.formats.mobile`,
+`zoo.formats.tflite_metadata`), derived from the same facts. `mobile` makes image models those
+clients take as they are: an RGB input for a grayscale model, uint8 input and output for full int8.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ FORMAT = Format(
     description="LiteRT flatbuffer, builtin ops only unless allow_flex; RNNs via a fixed-batch signature or an "
                 "unrolled rebuild",
     layout="a flatbuffer file with the identifier TFL3, usually `*.tflite`",
-    metadata_at="a flatbuffer `metadata` entry named `zoo_metadata` (the schema's slot for such data)",
+    metadata_at="a flatbuffer `metadata` entry named `zoo_metadata` (the schema's slot for such data), beside "
+                "the standard `TFLITE_METADATA` (ModelMetadata, packed labels.txt) that the mobile clients read",
     scan_reads="the operator codes of every subgraph: custom ops, Flex ops (checked as the TensorFlow op they "
                "run) and StableHLO custom calls",
     check_how="one conversion with Flex and custom ops allowed, of the frozen graph with splat weights: TFLite "
@@ -53,9 +59,15 @@ FORMAT = Format(
     suffixes=(".tflite",),
     variant_option="precision",
     precisions=PRECISIONS,
+    marks={"mobile": "_mobile"},
     options=(
         PRECISION,
-        Option("int8_io", "full int8 with int8 input and output tensors too", default=False, check=BOOL),
+        Option("int8_io", "full int8 with int8 input and output tensors too (microcontrollers; the mobile clients "
+               "refuse int8 tensors: see mobile)", default=False, check=BOOL),
+        Option("mobile", "image models that MediaPipe Tasks' ImageClassifier and the TFLite Task Library take as they "
+               "are: an RGB input for a grayscale model (its channels averaged in the graph), uint8 input and output "
+               "for full int8; written as {model}_{variant}_mobile.tflite, and run in MediaPipe by zoo export where "
+               "its client is installed (the report's mobile client column)", default=False, check=BOOL),
         *INT8_OPTIONS,
         SEQUENCE_LENGTH,
         Option("allow_flex", "let ops without a TFLite builtin run as TensorFlow ops (Flex / TF Select): the "
@@ -96,8 +108,9 @@ def _converter(saved_model_dir: str, allow_flex: bool = False):
     return converter
 
 
-def _representative(conversion, example_shape):
-    """Calibration batches of one example, by input name (the converter feeds the signature by name)."""
+def _representative(conversion, example_shape, rgb: bool = False):
+    """Calibration batches of one example, by input name (the converter feeds the signature by name);
+    `rgb`: grayscale images repeated to R = G = B, for a graph behind an RGB front."""
     x = conversion.inputs(CALIBRATION)
     n = min(len(next(iter(x.values()))), conversion.target.options.get("calibration_samples") or 200)
 
@@ -107,13 +120,14 @@ def _representative(conversion, example_shape):
             for name, value in x.items():
                 v = np.asarray(value[i : i + 1])
                 v = v.astype(np.float32) if v.dtype.kind == "f" else v
+                v = np.repeat(v, 3, -1) if rgb else v
                 batch[name] = v.reshape(1, *example_shape) if example_shape is not None else v
             yield batch
 
     return gen
 
 
-def _quantize(converter, conversion, example_shape, quantization_aware: bool = False):
+def _quantize(converter, conversion, example_shape, quantization_aware: bool = False, rgb: bool = False):
     import tensorflow as tf
 
     variant = conversion.target.variant
@@ -130,13 +144,16 @@ def _quantize(converter, conversion, example_shape, quantization_aware: bool = F
             # `check_full_int8` verifies the result instead.
             pass
         else:
-            converter.representative_dataset = _representative(conversion, example_shape)
+            converter.representative_dataset = _representative(conversion, example_shape, rgb)
             converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
             if conversion.target.options.get("allow_flex"):
                 converter.target_spec.supported_ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
         if conversion.target.options.get("int8_io"):
             converter.inference_input_type = tf.int8
             converter.inference_output_type = tf.int8
+        elif conversion.target.options.get("mobile"):  # the clients take uint8 or float32 tensors, never int8
+            converter.inference_input_type = tf.uint8
+            converter.inference_output_type = tf.uint8
     # dynamic_int8: Optimize.DEFAULT without representative data quantizes the weights only.
 
 
@@ -153,16 +170,21 @@ def convert(conversion) -> Converted:
     if budgeted and options.get("int8_io"):
         raise ValueError(f"{guard} keeps some layers float, and int8_io's int8 input and output tensors are not "
                          "written by the selective quantizer; export without int8_io.")
+    mobile_front = _mobile_front(conversion, guard) if options.get("mobile") else None
     attempts = []
     for route in routes(conversion.model.recurrent, conversion.target.variant):
         try:
             saved_model_dir = _saved_model_for(conversion, route, example_shape)
+            if mobile_front == "rgb":
+                saved_model_dir = _rgb_front(conversion, saved_model_dir)
             converter = _converter(saved_model_dir, options.get("allow_flex"))
             if not budgeted:  # the budget quantizes the float model selectively (below)
-                _quantize(converter, conversion, example_shape, quantization_aware)
+                _quantize(converter, conversion, example_shape, quantization_aware, rgb=mobile_front == "rgb")
             flatbuffer = converter.convert()
             if quantization_aware and conversion.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
+            if options.get("mobile") and conversion.target.variant == "int8":
+                flatbuffer = _pixels_in(flatbuffer, conversion)
         except Exception as e:  # try the next route; the report keeps why this one failed
             unsupported = tflite_unsupported_ops(str(e))
             if unsupported:  # no route helps: the ops are in the graph whatever the route
@@ -179,6 +201,11 @@ def convert(conversion) -> Converted:
                          "denylisted layers float)")
         with atomic_output(conversion.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
+            _store_metadata(tmp, conversion.model.metadata, {"name": conversion.model.name, **conversion.model.card})
+        if mobile_front == "rgb":
+            notes.append("mobile: RGB input, its channels averaged to gray in the graph")
+        if options.get("mobile") and conversion.target.variant == "int8":
+            notes.append("mobile: uint8 input and output (pixels as stored)")
         if quantization_aware and conversion.target.variant == "int8":
             notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
@@ -192,6 +219,57 @@ def convert(conversion) -> Converted:
                          "app must link the Flex delegate")
         return Converted(conversion.target.path, route=route, attempts=attempts, notes=notes, details=details)
     raise RoutesFailed("no TFLite route converted", attempts)
+
+
+def _mobile_front(conversion, guard: str | None) -> str | None:
+    """"rgb" where a `mobile` artifact needs an RGB front (a grayscale image model), else None, after checking
+    that the model is an image model the mobile clients can take."""
+    from zoo.formats.metadata import ModelMetadata
+
+    options, model = conversion.target.options, conversion.model
+    if options.get("int8_io"):
+        raise ValueError("mobile and int8_io ask for different tensors: the mobile clients take uint8 (mobile), "
+                         "microcontrollers int8 (int8_io); export them separately.")
+    if guard and conversion.target.variant == "int8":
+        raise ValueError(f"mobile int8 has uint8 input and output, which {guard}'s selective quantizer does not "
+                         f"write; export the mobile artifact without {guard}.")
+    described = ModelMetadata.from_json(model.metadata).input if model.metadata else {}
+    inputs = model.signature.inputs
+    shape = inputs[0].shape if len(inputs) == 1 else ()
+    if described.get("kind") != "image" or len(shape) != 3 or shape[-1] not in (1, 3, 4):
+        what = (f"its input is described as {described.get('kind')!r}" if described else
+                "it carries no zoo metadata saying its input is an image")
+        raise ValueError(f"mobile makes image models for MediaPipe's ImageClassifier and the TFLite Task Library, "
+                         f"which take one image (height, width, 1|3|4); {model.name} takes "
+                         f"{model.signature.describe()} and {what}. Give class names (class_names=, --class-names) "
+                         "to an image classifier, or export without mobile.")
+    return "rgb" if shape[-1] == 1 else None
+
+
+def _rgb_front(conversion, saved_model_dir: str) -> str:
+    """The SavedModel behind an RGB front (`mobile.rgb_front_saved_model`), written once per export."""
+    import os
+
+    from zoo.fileio import atomic_dir
+    from zoo.formats import mobile
+
+    path = os.path.join(conversion.work_dir, f"{os.path.basename(saved_model_dir)}_rgb_front")
+    if not os.path.isdir(path):  # written atomically: a complete one from an earlier target
+        with atomic_dir(path) as tmp:
+            os.rmdir(tmp)
+            mobile.rgb_front_saved_model(saved_model_dir, str(tmp))
+    return path
+
+
+def _pixels_in(flatbuffer: bytes, conversion) -> bytes:
+    """A uint8-input model whose input reads stored pixels as the graph expects (`mobile.set_uint8_input`)."""
+    from zoo.formats import mobile, tflite_metadata
+    from zoo.formats.metadata import ModelMetadata
+
+    described = ModelMetadata.from_json(conversion.model.metadata).input
+    mean, std = tflite_metadata.normalization(described.get("scale", "0-1"), described.get("mean"),
+                                              described.get("std"))
+    return mobile.set_uint8_input(flatbuffer, *mobile.uint8_quantization(mean, std))
 
 
 def tflite_unsupported_ops(message: str) -> dict[str, list[str]]:
@@ -417,7 +495,7 @@ class TFLiteRunner(Runner):
         self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
         self._ins = self._runner.get_input_details()
         self._outs = self._runner.get_output_details()
-        # int8 I/O tensors are (de)quantized here: the spec declares the float they take and return
+        # int8 and uint8 I/O tensors are (de)quantized here: the spec declares the float they take and return
         self.inputs = tuple(_spec(name, d) for name, d in self._ins.items())
         self.outputs = tuple(_spec(name, d) for name, d in self._outs.items())
         first = next(iter(self._ins.values()))["shape_signature"]
@@ -433,15 +511,16 @@ class TFLiteRunner(Runner):
         feed = {}
         for name, value in x.items():
             detail = self._ins[name]
-            if detail["dtype"] == np.int8:
+            if detail["dtype"] in QUANTIZED_IO:
                 scale, zero = detail["quantization"]
-                value = np.clip(np.round(value / scale + zero), -128, 127)
+                limits = np.iinfo(detail["dtype"])
+                value = np.clip(np.round(value / scale + zero), limits.min, limits.max)
             elif value.dtype.kind == "U":  # string tensors take bytes
                 value = np.char.encode(value, "utf-8")
             feed[name] = value.astype(detail["dtype"], copy=False) if value.dtype.kind not in "SU" else value
         out = self._runner(**feed)
         for name, detail in self._outs.items():
-            if detail["dtype"] == np.int8:
+            if detail["dtype"] in QUANTIZED_IO:
                 scale, zero = detail["quantization"]
                 out[name] = (out[name].astype(np.float32) - zero) * scale
         return out
@@ -450,9 +529,14 @@ class TFLiteRunner(Runner):
         return predict_in_chunks(self._invoke, self.named(x), self.fixed_batch or 256)
 
 
+# Quantized input and output tensors: int8 (int8_io, microcontrollers) and uint8 (mobile), (de)quantized by the
+# runner with the tensor's own scale and zero point, so it takes and returns floats like every runner.
+QUANTIZED_IO = (np.int8, np.uint8)
+
+
 def _spec(name: str, detail: dict):
-    dtype = np.float32 if detail["dtype"] == np.int8 else detail["dtype"]
-    return tensor_info(name, detail["shape_signature"], dtype)
+    quantized = detail["dtype"] in QUANTIZED_IO and detail["quantization"][0] > 0
+    return tensor_info(name, detail["shape_signature"], np.float32 if quantized else detail["dtype"])
 
 
 def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLiteRunner:
@@ -487,16 +571,34 @@ def recognise(path: Path) -> bool:
 
 def write_metadata(path: Path, text: str) -> None:
     """Sets the `zoo_metadata` entry (a flatbuffer `metadata` entry pointing at a buffer holding the JSON,
-    replacing an earlier one), keeping the files packed after the flatbuffer: the standard metadata's
-    `labels.txt` (`zoo.formats.tflite_metadata`). A rewrite that dropped them left MediaPipe with "No associated
-    file with name: labels.txt"."""
-    from zoo.formats import tflite_metadata
-    from zoo.formats.metadata import KEY
+    replacing an earlier one) and the standard TFLITE_METADATA derived from it, with its packed
+    `labels.txt` (`zoo.formats.mobile.write`), in one rewrite; the model card's fields already in the
+    file are kept. Nothing is rewritten where the file already holds both, as they would be written."""
+    if _holds(path, text):
+        return
+    _store_metadata(path, text, {})
 
-    data = path.read_bytes()
-    model, _ = tflite_metadata.split(data)
-    rewritten = tflite_metadata.with_metadata_buffers(model, {KEY: text.encode()})
-    replace_file(path, tflite_metadata.join(rewritten, tflite_metadata.associated_files(data)))
+
+def _store_metadata(path: Path, text: str | None, card: dict) -> None:
+    """Writes zoo's metadata (where there is any) and the standard metadata into the TFLite file at `path`."""
+    from zoo.formats import mobile
+    from zoo.formats.metadata import ModelMetadata
+
+    mobile.write(path, None if text is None else ModelMetadata.from_json(text),
+                 **{k: card[k] for k in mobile.CARD if card.get(k)})
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file's zoo entry is `text` as it holds for the file (`mobile.as_artifact_takes`), beside
+    standard metadata."""
+    from zoo.formats import mobile, tflite_metadata
+    from zoo.formats.metadata import KEY, ModelMetadata
+
+    model, _ = tflite_metadata.split(path.read_bytes())
+    stored = tflite_metadata.metadata_buffer(model, KEY)
+    if stored is None or tflite_metadata.metadata_buffer(model, tflite_metadata.NAME) is None:
+        return False
+    return stored.decode() == mobile.as_artifact_takes(ModelMetadata.from_json(text), model).to_json()
 
 
 def read_metadata(path: Path) -> str | None:

@@ -237,15 +237,19 @@ def image_input(name: str, *, channels: int, height: int, width: int, mean, std,
     }
 
 
-def class_scores(name: str, *, labels_file: str = LABELS_FILE, description: str = "") -> dict:
-    """TensorMetadata of a classifier's output: one score per class, the classes named by `labels_file`."""
-    return {
+def class_scores(name: str, *, labels_file: str = LABELS_FILE, description: str = "", probabilities: bool = True) -> dict:
+    """TensorMetadata of a classifier's output: one score per class, the classes named by `labels_file`;
+    `probabilities` (a softmax output) gives it the range 0-1."""
+    out = {
         "name": name,
-        "description": description or "probability of each class",
+        "description": description or ("probability of each class" if probabilities else
+                                        "score of each class (not normalized to probabilities)"),
         "content": {"content_properties": ("FeatureProperties", {})},
-        "stats": {"max": [1.0], "min": [0.0]},
         "associated_files": [associated_file(labels_file, "class names, one per line (line i: class i)")],
     }
+    if probabilities:
+        out["stats"] = {"max": [1.0], "min": [0.0]}
+    return out
 
 
 def feature_tensor(name: str, description: str = "", *, minimum=None, maximum=None, dimension_names=None) -> dict:
