@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 export TF_CPP_MIN_LOG_LEVEL=2 ZOO_REQUIRE_DATA=1
-exec .venv/bin/python -m pytest -q "$@"
+# A pytest worker per core, at most 4 (each holds TensorFlow and a conversion process), a test file per
+# worker at a time so that a file's shared fixtures are built once; `-n 0` runs in one process.
+cores=$(nproc)
+exec .venv/bin/python -m pytest -q -n "$(( cores < 4 ? cores : 4 ))" --dist loadfile "$@"

@@ -174,7 +174,14 @@ OVERFIT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(OVERFIT))
+# ResNet-50's bottleneck blocks and MobileNetV2's inverted residuals are checked against keras.applications
+# (tests/architectures/test_keras_twins.py, test_mobilenet_v2_trains_like_keras_applications); overfitting
+# them too costs a minute of tracing each on 2 cores.
+OVERFIT_SLOW = {"resnet50", "mobilenet_v2"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in OVERFIT_SLOW else n
+                                  for n in sorted(OVERFIT)])
 def test_overfits_one_fixed_batch(name):
     keras.utils.set_random_seed(0)
     model = zoo.build(name, input_shape=OVERFIT[name], num_classes=10)

@@ -227,8 +227,13 @@ FEATURE_SETS = {
 }
 
 
+# "composed" holds accumulation, clipping, loss scaling and EMA together; alone, they run with -m slow.
+COMPOSED_ALONE = {"accumulation", "clipping", "ema"}
+
+
 @tensorflow_only
-@pytest.mark.parametrize("feature_set", sorted(FEATURE_SETS))
+@pytest.mark.parametrize("feature_set", [pytest.param(n, marks=pytest.mark.slow) if n in COMPOSED_ALONE else n
+                                         for n in sorted(FEATURE_SETS)])
 def test_two_replica_mirrored_equals_one_device(feature_set):
     import zoo.data
     from zoo.training import distribute
