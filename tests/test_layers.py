@@ -3,7 +3,7 @@
 The layers, bottom to top (a module may import its own package and any layer below, never one beside
 or above it, not even inside a function):
 
-    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.native_logs)
+    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.lazy, zoo.native_logs)
     architectures | data | quantization   (side by side: none imports another)
     formats                         (one module per format behind one protocol, and what they share)
     scan                            (reads an artifact of any kind the formats know, as data)
@@ -36,7 +36,7 @@ PACKAGE = ROOT / "zoo"
 # The top-level module or package -> (layer, rank). Layers of equal rank sit side by side.
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
-    "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0),
+    "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0), "lazy": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "formats": ("formats", 2),
     "scan": ("scan", 3),
@@ -249,3 +249,23 @@ def test_architectures_do_not_load_training_data_or_deployment():
     loaded = _loaded_after("import zoo.architectures; zoo.architectures.list_models()")
     assert [m for m in loaded if m.startswith(("zoo.training", "zoo.formats", "zoo.export", "zoo.artifacts", "zoo.serve",
                                                "zoo.scan", "zoo.data", "zoo.benchmark"))] == []
+
+
+def test_no_lazy_public_name_is_shadowed_by_a_submodule():
+    """`zoo.lazy`: importing a submodule binds its name on the package, so a lazy public name equal to a
+    submodule's name would turn from the function into the module once anything imported the module."""
+    import importlib
+
+    clashes = []
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+            if getattr(target, "id", None) in ("_LAZY", "_EXPORTS"):
+                table = importlib.import_module(name)  # the tables hold expressions (dict.fromkeys)
+                table = getattr(table, target.id)
+                submodules = {p.stem for p in path.parent.glob("*.py")} | {p.name for p in path.parent.iterdir() if p.is_dir()}
+                clashes += [f"{name}.{public}" for public in table if public in submodules]
+    assert not clashes, f"lazy public names that are also submodules: {clashes}"

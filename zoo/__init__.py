@@ -11,9 +11,7 @@ imported (`zoo.keras_classes`): `keras.saving.load_model` reads any `.keras` fil
 
 from __future__ import annotations
 
-import importlib
-
-from zoo import keras_classes as _keras_classes
+from zoo import keras_classes as _keras_classes, lazy
 
 __version__ = "0.1.0"
 
@@ -26,8 +24,8 @@ _LAZY = {
     "register_model": "zoo.architectures",
     "UnknownNameError": "zoo.errors",
     "ZooError": "zoo.errors",
-    "predict": "zoo.artifacts.predict",  # what `zoo predict` calls
-    "val": "zoo.artifacts.val",  # what `zoo val` calls
+    "predict": "zoo.artifacts.prediction",  # what `zoo predict` calls
+    "val": "zoo.artifacts.validation",  # what `zoo val` calls
 }
 
 __all__ = sorted(_LAZY)
@@ -60,13 +58,4 @@ _KERAS_CLASSES = (
 _keras_classes.install(_KERAS_CLASSES)
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY)

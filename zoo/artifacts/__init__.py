@@ -15,7 +15,7 @@ The names below are imported on first use (PEP 562).
 
 from __future__ import annotations
 
-import importlib
+from zoo import lazy
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -24,23 +24,14 @@ _EXPORTS = {
     "Artifact": "zoo.artifacts.artifact",
     "ArtifactError": "zoo.artifacts.artifact",
     "ModelFileError": "zoo.artifacts.artifact",
-    "predict": "zoo.artifacts.predict",
-    "Predictions": "zoo.artifacts.predict",
-    "val": "zoo.artifacts.val",
-    "ValReport": "zoo.artifacts.val",
+    "predict": "zoo.artifacts.prediction",
+    "Predictions": "zoo.artifacts.prediction",
+    "val": "zoo.artifacts.validation",
+    "ValReport": "zoo.artifacts.validation",
     "ModelMetadata": "zoo.formats.metadata",
     "Trust": "zoo.formats.unsafe",
 }
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zoo.artifacts' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

@@ -20,7 +20,7 @@ zoo.core, zoo.errors, zoo.fileio; never zoo.training (a run folder is read as fi
 
 from __future__ import annotations
 
-import importlib
+from zoo import lazy
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -32,13 +32,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zoo.benchmark' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

@@ -140,7 +140,7 @@ def benchmark_artifacts(paths, out_dir=None, *, data=None, formats=None, latency
     median batch-1 latency over `latency_runs` runs after warm-up. One that fails keeps its row, with the reason.
     The table goes to `out_dir` (default: the folder of the artifacts)."""
     from zoo.artifacts.artifact import load
-    from zoo.artifacts.val import val  # (the package's `val` is the module once the module is imported)
+    from zoo.artifacts import val
     from zoo.formats import parse_formats
     from zoo.formats.ptq.x86_int8 import machine_record
 

@@ -36,7 +36,7 @@ def _cmd_predict(args) -> int:
     import sys
 
     from zoo.artifacts.artifact import describe, load
-    from zoo.artifacts.predict import predict
+    from zoo.artifacts.prediction import predict
 
     trust = trust_from_args(args)
     if args.serve_page:

@@ -34,7 +34,7 @@ def _cmd_val(args) -> int:
     import sys
 
     from zoo.artifacts.artifact import describe, load
-    from zoo.artifacts.val import val
+    from zoo.artifacts.validation import val
 
     artifact = load(args.artifact, threads=args.threads, trust=trust_from_args(args))
     print(describe(artifact), file=sys.stderr)

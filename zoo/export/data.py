@@ -94,7 +94,7 @@ class ExportData:
         calibration, its validation split for the int8 guards."""
         import numpy as np
 
-        from zoo.artifacts.val import labelled_batches
+        from zoo.artifacts.validation import labelled_batches
         from zoo.errors import DataError
         from zoo.formats.metadata import of_model
 

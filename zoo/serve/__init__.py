@@ -20,7 +20,7 @@ records, signature names), zoo.scan (every version is scanned before it loads), 
 
 from __future__ import annotations
 
-import importlib
+from zoo import lazy
 
 # public name -> the module that defines it, imported on first use (PEP 562): `import
 # zoo.serve` loads neither TensorFlow nor the server's packages.
@@ -38,13 +38,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

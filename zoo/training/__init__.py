@@ -6,7 +6,7 @@ The names below are imported on first use (PEP 562), so reading the knob declara
 
 from __future__ import annotations
 
-import importlib
+from zoo import lazy
 
 _LAZY = {
     "TrainConfig": "zoo.training.config",
@@ -19,13 +19,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zoo.training' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy.exports(__name__, _LAZY)

@@ -184,7 +184,7 @@ def image_folder_batches(meta, path: str, split: Optional[str] = None, batch_siz
     trained on this folder, which holds out no fraction of it), or every image of a folder of class subfolders
     without split folders (``split="all"``, or the default for a folder the model was not trained on)."""
     from zoo.artifacts import reading
-    from zoo.artifacts.predict import _client_side
+    from zoo.artifacts.prediction import _client_side
 
     if meta.input.get("kind") != "image" or meta.task != "classification" or not os.path.isdir(path):
         return None
