@@ -128,3 +128,15 @@ def test_zoo_train_table_stops_early_and_reports_the_epoch_it_kept(tmp_path, cap
     assert len(losses) == run and min(losses) == pytest.approx(best, abs=1e-4)
     assert losses.index(min(losses)) + 1 == kept
     assert (run_dir / "best.keras").is_file()  # written once, with the kept epoch's weights
+
+
+def test_a_recipe_file_beside_data_is_the_recipe_and_its_knobs_apply(digits, tmp_path):
+    """`zoo train --data X --recipe file.toml`: --recipe is a knob as well as the recipe to load, given once."""
+    from zoo.cli import build_parser
+    from zoo.cli.train import train_config_from_args
+
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text('model = "mlp"\nepochs = 3\n')
+    args = build_parser().parse_args(["train", "--data", str(digits), "--recipe", str(recipe)])
+    config, data = train_config_from_args(args, log=lambda line: None)
+    assert (config.model, config.epochs, data.kind) == ("mlp", 3, "image")

@@ -69,6 +69,7 @@ def train_config_from_args(args, log=print):
 
         if args.set:
             changes["model_overrides"] = _parse_overrides(args.set)
+        changes.pop("recipe", None)  # --recipe is a knob too: given once, as the recipe
         return config_for_data(changes.pop("data", None), recipe=args.recipe, log=log, **changes)
     config = load_recipe(args.recipe or DEFAULT_RECIPE)
     if "model" in changes and changes["model"] != config.model:
