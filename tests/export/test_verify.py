@@ -1,0 +1,27 @@
+"""The verification's float bounds against float32's and float16's own rounding (numpy's casts, not zoo's)."""
+
+import numpy as np
+
+from zoo.export.verify import compare
+
+
+def test_float_bounds_scale_with_outputs_beyond_one_as_float_rounding_does():
+    # A regressor's prices: float32 rounding alone moves values of 2e5 by up to 2^-24 * 2^18 = 0.0156.
+    prices = np.array([[201_234.56], [150_000.1], [3.5]], np.float64)
+    keras_out = {"price": prices}
+    rounded = {"price": prices.astype(np.float32).astype(np.float64) + 0.0156}
+    assert compare(rounded, keras_out, "float32").passed
+    assert not compare({"price": prices + 30.0}, keras_out, "float32").passed  # 30 > 1e-4 * 2e5
+
+    # Class scores in [0, 1] keep the absolute bound: 2e-4 off fails.
+    scores = {"p": np.array([[0.2, 0.8]])}
+    assert not compare({"p": scores["p"] + 2e-4}, scores, "float32").passed
+
+
+def test_float16_outputs_past_its_range_say_why():
+    keras_out = {"y": np.array([[2e5]])}
+    saturated = {"y": np.array([[float(np.finfo(np.float16).max)]])}  # what a float16 tensor holds at most
+    (problem,) = compare(saturated, keras_out, "float16").problems
+    assert "beyond float16's largest value" in problem
+    # A value float16 holds (6e4, rounded to 60000 - 32 steps of its grid at most) passes.
+    assert compare({"y": np.array([[6e4]], np.float16).astype(np.float64)}, {"y": np.array([[6e4]])}, "float16").passed
