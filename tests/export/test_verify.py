@@ -23,5 +23,5 @@ def test_float16_outputs_past_its_range_say_why():
     saturated = {"y": np.array([[float(np.finfo(np.float16).max)]])}  # what a float16 tensor holds at most
     (problem,) = compare(saturated, keras_out, "float16").problems
     assert "beyond float16's largest value" in problem
-    # A value float16 holds (6e4, rounded to 60000 - 32 steps of its grid at most) passes.
+    # A value within float16's range (6e4, a multiple of its spacing of 32 there) passes.
     assert compare({"y": np.array([[6e4]], np.float16).astype(np.float64)}, {"y": np.array([[6e4]])}, "float16").passed
