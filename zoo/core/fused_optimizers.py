@@ -18,7 +18,7 @@ float64 variables, dense gradients, no AMSGrad, and no `tf.distribute` strategy 
 replicated variables take the parent's path, which Keras all-reduces and updates per replica).
 Everything else goes to the parent's `update_step`.
 
-Measured by `zoo benchmark training` (zoo's fit against stock Keras, same weights and data).
+Measured by `python scripts/benchmark.py training` (zoo's fit against stock Keras, same weights and data).
 """
 
 from __future__ import annotations
