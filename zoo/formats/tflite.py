@@ -490,9 +490,10 @@ class TFLiteRunner(Runner):
         self._interpreter = Interpreter(
             model_path=str(path), num_threads=num_threads, experimental_op_resolver_type=resolver
         )
+        self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
+        self._invoked = False
         if not xnnpack:
             self.runtime = "ai_edge_litert Interpreter (builtin kernels, no XNNPACK)"
-        self._runner = self._interpreter.get_signature_runner(SERVING_SIGNATURE)
         self._ins = self._runner.get_input_details()
         self._outs = self._runner.get_output_details()
         # int8 and uint8 I/O tensors are (de)quantized here: the spec declares the float they take and return
@@ -518,7 +519,14 @@ class TFLiteRunner(Runner):
             elif value.dtype.kind == "U":  # string tensors take bytes
                 value = np.char.encode(value, "utf-8")
             feed[name] = value.astype(detail["dtype"], copy=False) if value.dtype.kind not in "SU" else value
-        out = self._runner(**feed)
+        if self._invoked:
+            out = self._runner(**feed)
+        else:  # LiteRT logs "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." on the first call
+            from zoo import native_logs
+
+            with native_logs.quiet():
+                out = self._runner(**feed)
+            self._invoked = True
         for name, detail in self._outs.items():
             if detail["dtype"] in QUANTIZED_IO:
                 scale, zero = detail["quantization"]
