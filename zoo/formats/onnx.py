@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, ArtifactError, Converted, Format,
-                              Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TEST, ArtifactError, Converted,
+                              Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
 from zoo.formats.ptq.budget import Goal
 from zoo.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
 from zoo.formats.ptq.onnx_static import DEFAULT_TARGET_CPU, TARGET_CPUS
@@ -106,8 +106,11 @@ def convert(conversion) -> Converted:
             notes.append(f"{Goal.of(options).describe()}: {details['summary']}")
         else:
             prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
+            # The scheme is chosen on the test inputs (no labels: agreement with float), as the export verifies.
+            test_x = conversion.inputs(TEST)
             _, kept = onnx_static.quantize_int8_kept(prepared, tmp, conversion.calibration(), scratch,
-                                                     options["target_cpu"])
+                                                     options["target_cpu"], test_x, "calibration" if test_x is None
+                                                     else "test")
             notes.append(f"static int8 QDQ: uint8 activations per tensor, weights per channel (MinMax): {kept}")
         if precision == "int8":
             notes.append(_cpu_note(tmp, options["target_cpu"]))

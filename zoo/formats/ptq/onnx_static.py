@@ -8,7 +8,7 @@
   the model is for (`TARGET_CPUS`): 7 bits by default, so that the u8s8 pairs of x86 CPUs
   without VNNI cannot saturate and every x86 CPU computes the same (`zoo.formats.ptq.x86_int8`);
   8 bits for VNNI (and ARM) only. Where 7-bit weights lose decisions (fewer than 99% of the
-  calibration inputs' argmax kept), `quantize_int8_kept` also tries uint8 weights (onnxruntime's
+  test inputs' argmax kept), `quantize_int8_kept` also tries uint8 weights (onnxruntime's
   U8U8 kernels, exact on every CPU too, slower) and keeps the better. `exclude` keeps nodes in float (`nodes_to_exclude`; the
   accuracy-budgeted search), `only` quantizes just those (`nodes_to_quantize`; per-layer
   sensitivity).
@@ -79,7 +79,7 @@ DEFAULT_TARGET_CPU = "any"
 U8U8 = Int8Scheme("u8u8", "uint8 weights (U8U8 kernels): the same int8 results on every x86 CPU, slower kernels",
                   weight_type="uint8")
 # target CPU -> the scheme also tried where its own int8 agrees with float on fewer than `FALLBACK_BELOW` of the
-# calibration inputs' decisions (the export's int8 criterion, `zoo.export.verify`); the better of the two is kept.
+# test inputs' decisions (the export's int8 criterion, `zoo.export.verify`); the better of the two is kept.
 FALLBACKS = {"any": U8U8}
 FALLBACK_BELOW = 0.99
 
@@ -184,11 +184,12 @@ def agreement(float_path, int8_path, x) -> tuple[float, float] | None:
             float(np.mean(np.abs(outputs[0] - outputs[1]))))
 
 
-def quantize_int8_kept(prepared_path, out_path, calibration_x, work_dir,
-                       target_cpu: str = DEFAULT_TARGET_CPU) -> tuple[Path, str]:
+def quantize_int8_kept(prepared_path, out_path, calibration_x, work_dir, target_cpu: str = DEFAULT_TARGET_CPU,
+                       check_x=None, check_name: str = "calibration") -> tuple[Path, str]:
     """`quantize_int8` with the target CPU's scheme, and where its int8 agrees with float on fewer than
-    `FALLBACK_BELOW` of the calibration inputs, with its fallback scheme too (`FALLBACKS`), keeping the
-    one that agrees more; on a tie (a hundred inputs resolve agreement to a point), the fallback, whose
+    `FALLBACK_BELOW` of the inputs `check_x` (default the calibration inputs, whose ranges int8 was fit
+    to and which so flatter it: the export passes its test inputs), with its fallback scheme too
+    (`FALLBACKS`), keeping the one that agrees more; on a tie (a hundred inputs resolve agreement to a point), the fallback, whose
     8-bit weights agreed more on a thousand images where 7-bit ones missed (results/compat/int8_schemes.md;
     the outputs' mean abs difference did not tell them apart). Returns (path, a note saying which and why)."""
     import shutil
@@ -199,15 +200,16 @@ def quantize_int8_kept(prepared_path, out_path, calibration_x, work_dir,
     fallback = FALLBACKS.get(target_cpu)
     if fallback is None:
         return Path(out_path), name
-    first = agreement(prepared_path, out_path, calibration_x)
+    check_x = calibration_x if check_x is None else check_x
+    first = agreement(prepared_path, out_path, check_x)
     if first is None or first[0] >= FALLBACK_BELOW:
         return Path(out_path), name
     other_path = Path(work_dir) / f"int8_{fallback.name}.onnx"
     quantize_int8(prepared_path, other_path, calibration_x, scheme=fallback)
-    other = agreement(prepared_path, other_path, calibration_x)
+    other = agreement(prepared_path, other_path, check_x)
     other_name = fallback.description.split(":")[0]
-    count = len(next(iter(calibration_x.values()))) if isinstance(calibration_x, dict) else len(calibration_x)
-    measured = (f"on the {count} calibration inputs, int8 agreed with float on {first[0]:.1%} (mean abs diff "
+    count = len(next(iter(check_x.values()))) if isinstance(check_x, dict) else len(check_x)
+    measured = (f"on the {count} {check_name} inputs, int8 agreed with float on {first[0]:.1%} (mean abs diff "
                 f"{first[1]:.2g}) with {name} and {other[0]:.1%} ({other[1]:.2g}) with {other_name}")
     if other[0] >= first[0]:
         shutil.copyfile(other_path, out_path)
