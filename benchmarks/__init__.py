@@ -31,6 +31,7 @@ SUITES = {
     "backends": "benchmarks.backends",
     "tables": "benchmarks.tables",
     "int8-cpus": "benchmarks.int8_cpus",
+    "int8-schemes": "benchmarks.int8_schemes",
 }
 
 

@@ -168,3 +168,47 @@ def test_default_int8_decides_alike_on_an_emulated_haswell_and_here(int8_exports
     assert (emulated.argmax(-1) == here.argmax(-1)).all()
     if x86_int8.int8_kernels().exact:  # here VNNI: the 8-bit model saturates only in the emulator
         assert np.abs(runs["emulated"][paths["vnni"]] - runs["here"][paths["vnni"]]).max() > 1e-3
+
+
+def _float_mlp(path, rng) -> tuple:
+    """A float ONNX MLP (16 -> 64 relu -> 10) with random weights: near-tied decisions that int8 rounding flips."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w1 = rng.normal(size=(16, 64)).astype(np.float32)
+    w2 = (rng.normal(size=(64, 1)) + 0.1 * rng.normal(size=(64, 10))).astype(np.float32)  # near-equal columns
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["y"])], "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 10])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+                     .SerializeToString())
+    return w1, w2
+
+
+def test_the_kept_int8_is_the_safe_scheme_that_keeps_more_decisions(tmp_path):
+    """Where 7-bit weights keep fewer than 99% of float's decisions, uint8 weights are tried and the better kept;
+    agreement measured against numpy's float forward pass, not the quantizer's own float model."""
+    import onnxruntime as ort
+
+    from zoo.formats.ptq import onnx_static
+
+    rng = np.random.default_rng(0)
+    w1, w2 = _float_mlp(tmp_path / "float.onnx", rng)
+    x = rng.random((300, 16), dtype=np.float32)
+    decisions = (np.maximum(x @ w1, 0) @ w2).argmax(-1)
+
+    def agreement(path):
+        out = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        return float(np.mean(out.argmax(-1) == decisions))
+
+    measured = {}
+    for name, scheme in (("7-bit", "any"), ("U8U8", onnx_static.U8U8)):
+        path = onnx_static.quantize_int8(tmp_path / "float.onnx", tmp_path / f"{name}.onnx", x, scheme=scheme)
+        measured[name] = agreement(path)
+    assert measured["7-bit"] < onnx_static.FALLBACK_BELOW, measured  # the case the fallback is for
+    kept, note = onnx_static.quantize_int8_kept(tmp_path / "float.onnx", tmp_path / "kept.onnx", x, tmp_path)
+    assert agreement(kept) == max(measured.values()), (measured, note)
+    assert ("uint8 weights" in note.split(",")[0]) == (measured["U8U8"] >= measured["7-bit"]), (measured, note)
+    assert x86_int8.saturation_risks(kept) == []

@@ -7,7 +7,8 @@ from the float32 graph by onnxruntime's own tools (`zoo.formats.ptq.onnx_static`
 compute with float32 inputs and outputs; int8 as a static QDQ model calibrated on the calibration
 data (uint8 activations per tensor, int8 weights per channel), which onnxruntime's CPU provider runs
 with its int8 kernels; 7-bit weights unless `target_cpu="vnni"`, so that x86 CPUs without VNNI compute
-what the verifying machine did (`zoo.formats.ptq.x86_int8`). A quantization-aware model's int8 uses the ranges it learned. With
+what the verifying machine did (`zoo.formats.ptq.x86_int8`), and uint8 weights (U8U8 kernels, as exact)
+where they keep more of float's decisions than 7-bit ones (`onnx_static.quantize_int8_kept`). A quantization-aware model's int8 uses the ranges it learned. With
 `max_accuracy_drop` or `min_agreement`, the most sensitive layers stay float (`nodes_to_exclude`;
 `zoo.formats.ptq.budget`).
 """
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, ArtifactError, Converted, Format,
-                              Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TEST, ArtifactError, Converted,
+                              Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
 from zoo.formats.ptq.budget import Goal
 from zoo.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
 from zoo.formats.ptq.onnx_static import DEFAULT_TARGET_CPU, TARGET_CPUS
@@ -51,8 +52,8 @@ FORMAT = Format(
         PRECISION,
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
         *INT8_OPTIONS,
-        Option("target_cpu", "the CPUs an int8 model is for: any (7-bit weights: the same results on every x86 CPU "
-               "and ARM) or vnni (8-bit weights: only x86 CPUs with VNNI and ARM compute them without saturating)",
+        Option("target_cpu", "the CPUs an int8 model is for: any (7-bit weights, or uint8 weights where those keep "
+               "more of float's decisions: the same results on every x86 CPU and ARM) or vnni (8-bit weights: only x86 CPUs with VNNI and ARM compute them without saturating)",
                default=DEFAULT_TARGET_CPU, choices=tuple(TARGET_CPUS)),
     ),
 )
@@ -105,8 +106,12 @@ def convert(conversion) -> Converted:
             notes.append(f"{Goal.of(options).describe()}: {details['summary']}")
         else:
             prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
-            onnx_static.quantize_int8(prepared, tmp, conversion.calibration(), scheme=options["target_cpu"])
-            notes.append("static int8 QDQ: uint8 activations per tensor, int8 weights per channel (MinMax)")
+            # The scheme is chosen on the test inputs (no labels: agreement with float), as the export verifies.
+            test_x = conversion.inputs(TEST)
+            _, kept = onnx_static.quantize_int8_kept(prepared, tmp, conversion.calibration(), scratch,
+                                                     options["target_cpu"], test_x, "calibration" if test_x is None
+                                                     else "test")
+            notes.append(f"static int8 QDQ: uint8 activations per tensor, weights per channel (MinMax): {kept}")
         if precision == "int8":
             notes.append(_cpu_note(tmp, options["target_cpu"]))
     return Converted(conversion.target.path, notes=notes, details=details)
@@ -118,8 +123,7 @@ def _cpu_note(path, target_cpu: str) -> str:
 
     risks = saturation_risks(path)
     if not risks:
-        return f"target CPU {target_cpu}: {TARGET_CPUS[target_cpu].description.split(':')[0]}, no uint8 x int8 pair " \
-               "can saturate: the same int8 results on every x86 CPU"
+        return f"target CPU {target_cpu}: no uint8 x int8 pair can saturate: the same int8 results on every x86 CPU"
     return (f"target CPU {target_cpu}: {len(risks)} layer(s) can saturate on x86 CPUs without VNNI (AVX2, AVX-512 "
             f"before Cascade Lake), where results differ from a VNNI machine's; target_cpu='any' avoids it")
 

@@ -1,0 +1,241 @@
+"""ONNX static int8 schemes against TFLite's int8, on the compatibility matrix's models (issue 28).
+
+For each model named (default MobileNet, MobileNetV2): the matrix's own trained model
+(`benchmarks.compat.train_decisive`, same seeds), then on `--eval` fresh evaluation images (seed 10,
+never used for training, calibration or the matrix's evaluation):
+
+- TFLite int8 as `zoo.export` writes it (the converter's per-channel int8 weights, int8 activations),
+- ONNX int8 for each scheme of `SCHEMES` (`onnx_static.Int8Scheme`, quantize_static on the same
+  float ONNX graph zoo exports), each with the matrix's 100 calibration images and, for some, 500,
+
+each one's argmax agreement with Keras and, for ONNX, whether any uint8 x int8 pair can saturate
+on x86 CPUs without VNNI (`x86_int8.saturation_risks`: "safe" means the same results on every CPU).
+`--emulate` also runs every ONNX model on an emulated Haswell (`scripts/emulate_cpu.py`: AVX2, no
+VNNI) and records its agreement there.
+
+    nice python scripts/benchmark.py int8-schemes [MobileNet MobileNetV2] [--eval 1000] [--emulate]
+
+Results: results/compat/int8_schemes.{json,md}.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import ROOT
+
+RESULTS = ROOT / "results" / "compat"
+EVAL_SEED = 10
+
+
+def _schemes():
+    from zoo.formats.ptq.onnx_static import TARGET_CPUS, Int8Scheme
+
+    return {
+        "7-bit (any)": (TARGET_CPUS["any"], 100),
+        "8-bit (vnni)": (TARGET_CPUS["vnni"], 100),
+        "U8U8": (Int8Scheme("u8u8", "uint8 weights", weight_type="uint8"), 100),
+        "7-bit, 500 calib": (TARGET_CPUS["any"], 500),
+        "U8U8, 500 calib": (Int8Scheme("u8u8", "uint8 weights", weight_type="uint8"), 500),
+        "7-bit, percentile": (Int8Scheme("p", "", reduce_range=True, calibration="percentile"), 100),
+        "U8U8, percentile": (Int8Scheme("p", "", weight_type="uint8", calibration="percentile"), 100),
+        "7-bit, entropy": (Int8Scheme("e", "", reduce_range=True, calibration="entropy"), 100),
+        "7-bit, symmetric int8 act.": (Int8Scheme("s", "", reduce_range=True, activation_type="int8",
+                                                  symmetric_activations=True), 100),
+        "8-bit where no pair saturates, else 7-bit": ("mix", 100),
+    }
+
+
+def mixed_overrides(prepared: str) -> tuple[dict, int, int]:
+    """TensorQuantOverrides giving 7-bit weights (`reduce_range`) to the weights whose 8-bit per-channel
+    quantization has a uint8 x int8 pair that can leave int16 (`x86_int8.worst_pair_sums`), 8-bit to the
+    rest: (overrides, layers kept 8-bit, weighted layers)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from zoo.formats.ptq.x86_int8 import INT16_MAX, worst_pair_sums
+
+    model = onnx.load(prepared)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    overrides, safe, total = {}, 0, 0
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "MatMul", "Gemm") or len(node.input) < 2 or node.input[1] not in inits:
+            continue
+        w = inits[node.input[1]]
+        axis = 0 if node.op_type == "Conv" else 1
+        total += 1
+        moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+        scale = np.abs(moved).max(axis=1, keepdims=True) / 127
+        q = np.round(moved / np.where(scale == 0, 1, scale)).astype(np.int32)
+        high, low = worst_pair_sums(q, 0)
+        if (high > INT16_MAX).any() or (low < -INT16_MAX - 1).any():
+            overrides[node.input[1]] = [{"reduce_range": True}]
+        else:
+            safe += 1
+    return overrides, safe, total
+
+
+def _agreement(a, b) -> float:
+    return float(np.mean(np.argmax(a, -1) == np.argmax(b, -1)))
+
+
+def _onnx_predict(path, x) -> np.ndarray:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    return np.concatenate([session.run(None, {name: x[i:i + 100]})[0] for i in range(0, len(x), 100)])
+
+
+_EMULATED = """import sys, json, numpy as np, onnxruntime as ort
+sys.path.insert(0, {root!r})
+from zoo.formats.ptq.x86_int8 import describe_cpu
+x = np.load({x!r}); out = {{"cpu": describe_cpu()}}
+for name, path in json.load(open({paths!r})).items():
+    o = ort.SessionOptions(); o.intra_op_num_threads = 1
+    s = ort.InferenceSession(path, o, providers=["CPUExecutionProvider"])
+    n = s.get_inputs()[0].name
+    out[name] = np.concatenate([s.run(None, {{n: x[i:i+100]}})[0] for i in range(0, len(x), 100)]).tolist()
+json.dump(out, open({result!r}, "w"))
+"""
+
+
+def emulated_predictions(paths: dict, x: np.ndarray, work: Path) -> dict:
+    """{name: outputs} of each ONNX model on an emulated Haswell, plus "cpu": what CPUID said there."""
+    np.save(work / "x.npy", x)
+    (work / "paths.json").write_text(json.dumps({k: str(v) for k, v in paths.items()}))
+    script = work / "emulated.py"
+    script.write_text(_EMULATED.format(root=str(ROOT), x=str(work / "x.npy"), paths=str(work / "paths.json"),
+                                       result=str(work / "emulated.json")))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "emulate_cpu.py"), str(script)], check=True)
+    out = json.loads((work / "emulated.json").read_text())
+    return {k: (v if k == "cpu" else np.asarray(v, np.float32)) for k, v in out.items()}
+
+
+def measure(name: str, n_eval: int, emulate: bool, only=None) -> dict:
+    import keras
+
+    from benchmarks.compat import SEEDS, by_name, prepared_images, train_decisive
+    from zoo.export import ExportData, export
+    from zoo.formats.ptq import onnx_static
+    from zoo.formats.ptq.x86_int8 import describe_cpu, saturation_risks
+
+    candidate = by_name([name])[0]
+    keras.utils.set_random_seed(0)
+    size = candidate.build().inputs[0].shape[1]
+    model, facts = train_decisive(candidate, size)
+    x, y = prepared_images(candidate, n_eval, size, EVAL_SEED)
+    calib = {n: prepared_images(candidate, n, size, SEEDS["calibration"])[0] for n in (100, 500)}
+    reference = model.predict(x, verbose=0)
+    row = {"train": facts, "eval_images": n_eval, "keras_accuracy": float(np.mean(np.argmax(reference, -1) == y)),
+           "cpu": describe_cpu(), "schemes": {}}
+    work = Path(tempfile.mkdtemp(prefix="zoo-int8-schemes-"))
+    report = export(model, work / "export", ["tflite", "onnx"], precision=["float32", "int8"], latency_runs=0,
+                    data=ExportData(test=(x, y), calibration=calib[100], description="tinted images"))
+    float_onnx = None
+    for r in report.results:
+        if r.label == "tflite[int8]":
+            row["tflite_int8"] = r.verification.argmax_agreement
+        if r.label == "onnx[int8]":
+            row["onnx_int8_export"] = r.verification.argmax_agreement
+        if r.label == "onnx[float32]":
+            float_onnx = r.path
+    prepared = str(onnx_static.preprocess(float_onnx, work / "prepared.onnx"))
+    paths = {}
+    for label, (scheme, n_calib) in _schemes().items():
+        if only and label not in only:
+            continue
+        path = work / f"{len(paths)}.onnx"
+        t0 = time.perf_counter()
+        extra = {}
+        if scheme == "mix":
+            overrides, safe, total = mixed_overrides(prepared)
+            extra = {"layers_8bit": safe, "layers": total}
+            onnx_static.quantize_int8(prepared, path, calib[n_calib], overrides=overrides, scheme="vnni")
+        else:
+            onnx_static.quantize_int8(prepared, path, calib[n_calib], scheme=scheme)
+        seconds = time.perf_counter() - t0
+        out = _onnx_predict(path, x)
+        risks = saturation_risks(path)
+        row["schemes"][label] = {"agreement": _agreement(out, reference), "accuracy": float(np.mean(np.argmax(out, -1) == y)),
+                                 "calibration_images": n_calib, "safe_on_every_cpu": not risks,
+                                 "saturating_layers": len(risks), "quantize_s": round(seconds, 1), **extra}
+        paths[label] = path
+        print(name, label, row["schemes"][label], flush=True)
+    if emulate:
+        try:
+            emulated = emulated_predictions(paths, x, work)
+        except Exception as e:  # noqa: BLE001 - the native figures stand
+            row["emulated_error"] = repr(e)[:300]
+            return row
+        row["emulated_cpu"] = emulated.pop("cpu")
+        for label, out in emulated.items():
+            row["schemes"][label]["agreement_emulated"] = _agreement(out, reference)
+            print(name, label, "emulated", row["schemes"][label]["agreement_emulated"], flush=True)
+    return row
+
+
+def markdown(data: dict) -> str:
+    lines = ["# ONNX int8 schemes against TFLite int8 (the compatibility matrix's models)", "",
+             "Argmax agreement with Keras on fresh evaluation images of the matrix's task (`benchmarks/int8_schemes.py`; "
+             "the matrix's trained model, same seeds). *safe*: no uint8 x int8 pair can leave int16 "
+             "(`zoo.formats.ptq.x86_int8.saturation_risks`), so every x86 CPU computes what was measured. "
+             "*emulated*: the same files run by onnxruntime on an emulated Haswell (QEMU user mode, AVX2, no VNNI).", ""]
+    for name, row in data["models"].items():
+        emulated = any("agreement_emulated" in s for s in row["schemes"].values())
+        lines += [f"## {name}", "",
+                  f"{row['eval_images']} evaluation images; Keras accuracy {row['keras_accuracy']:.1%}; native CPU: "
+                  f"{row['cpu']}" + (f"; emulated: {row.get('emulated_cpu')}" if emulated else "") + ".", "",
+                  f"- TFLite int8 (converter default): **{row['tflite_int8']:.1%}**",
+                  f"- ONNX int8 as `zoo export` wrote it (default scheme): {row['onnx_int8_export']:.1%}", "",
+                  "| ONNX scheme | calibration images | safe on every CPU | agreement (native) |"
+                  + (" agreement (emulated Haswell) |" if emulated else "") + " accuracy | quantize s |",
+                  "|---|---:|---|---:|" + ("---:|" if emulated else "") + "---:|---:|"]
+        for label, s in row["schemes"].items():
+            safe = "yes" if s["safe_on_every_cpu"] else f"no ({s['saturating_layers']} layers)"
+            if "layers_8bit" in s:
+                label += f" ({s['layers_8bit']}/{s['layers']} layers 8-bit)"
+            em = (f" {s['agreement_emulated']:.1%} |" if "agreement_emulated" in s else " |") if emulated else ""
+            lines.append(f"| {label} | {s['calibration_images']} | {safe} | {s['agreement']:.1%} |{em} "
+                         f"{s['accuracy']:.1%} | {s['quantize_s']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("models", nargs="*", default=["MobileNet", "MobileNetV2"])
+    parser.add_argument("--eval", type=int, default=1000, help="evaluation images")
+    parser.add_argument("--emulate", action="store_true", help="also run on an emulated Haswell")
+    parser.add_argument("--only", help="comma-separated scheme labels")
+
+
+def run(args) -> dict:
+    """Measures each model named and saves after each (re-reading the file: runs for different models may overlap)."""
+    from benchmarks.common import write_result
+
+    folder = Path(getattr(args, "results", None) or RESULTS)
+    data = {"models": {}}
+    for name in args.models or ["MobileNet", "MobileNetV2"]:
+        row = measure(name, args.eval, args.emulate, args.only.split(",") if args.only else None)
+        path = folder / "int8_schemes.json"
+        data = json.loads(path.read_text()) if path.exists() else {"models": {}}
+        data["models"][name] = row
+        write_result(folder, "int8-schemes", data, markdown)
+    return data
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    run(parser.parse_args())
