@@ -49,8 +49,17 @@ QUICK = {"warmup": 2, "steps": 3}
 
 def machine() -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "python": platform.python_version(), "load_1m": load[0] if load else None}
+    return {"platform": platform.platform(), "processor": _cpu_model() or platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "load_1m": round(load[0], 2) if load else None}
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        return None
 
 
 # -- one backend, in its own process -------------------------------------------------------------------
@@ -173,7 +182,7 @@ def markdown(result: dict) -> str:
     lines = [
         "# Training on each Keras backend (CPU)\n",
         f"`scripts/benchmark.py backends`{' --quick (a tiny run: figures not meaningful)' if result['quick'] else ''}"
-        f" on {m['processor']}, {m['cpus']} CPUs (load {m['load_1m']}). Each backend in its own process; samples/s "
+        f" on {m['processor']}, {m['cpus']} CPUs (1-minute load average {m['load_1m']} at the start: other work shared the cores when it is above {m['cpus']}). Each backend in its own process; samples/s "
         "after compilation, and per CPU-second (the work, whatever shares the cores); ratios to TensorFlow.\n",
         "| model | backend | samples/s | x TensorFlow | samples/CPU-s | x TensorFlow |",
         "|---|---|---|---|---|---|",
