@@ -74,7 +74,15 @@ def real_mnist_dir():
 # ----------------------------------------------------------------------------- the slow marker
 # `@pytest.mark.slow` tests are left out of the default run (CI and scripts/test.sh), which must stay
 # under 15 minutes on 2 cores. Run them with `ZOO_SLOW=1 bash scripts/test.sh` or `pytest -m slow`.
+# The files that take minutes, handed out first: `pytest -n` gives a worker a file at a time in this order
+# (scripts/test.sh), so a long file left for last would keep one worker busy while the other waits.
+LONG_FILES = ("tests/test_backends.py", "tests/training/test_backends.py", "tests/training/test_strategies.py",
+              "tests/export/test_every_architecture_exports.py", "tests/export/test_parity.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONG_FILES)))  # stable: else as collected
     if os.environ.get("ZOO_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
         return
     skip = pytest.mark.skip(reason="slow: run with ZOO_SLOW=1 or -m slow")

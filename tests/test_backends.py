@@ -38,8 +38,10 @@ def test_backend_neutral_tests_pass_on(backend, tensorflow_references):
         if os.environ.get("ZOO_REQUIRE_DATA") == "1":  # scripts/test.sh (CI): setup.sh --dev installs both
             pytest.fail(f"{backend} is not installed; `bash scripts/setup.sh --dev` installs it")
         pytest.skip(f"{backend} is not installed (`bash scripts/setup.sh --dev`)")
+    # XLA's quick compilation (no LLVM optimization): the checks need JAX's numbers, not its fastest code.
+    xla = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
     env = dict(os.environ, KERAS_BACKEND=backend, ZOO_BACKEND_REFERENCE=str(tensorflow_references),
-               TF_CPP_MIN_LOG_LEVEL="2")
+               TF_CPP_MIN_LOG_LEVEL="2", XLA_FLAGS=xla.strip())
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *BACKEND_NEUTRAL]
     if SLOW:
         command += ["-m", "slow or not slow"]
