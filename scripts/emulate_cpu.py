@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Runs a Python command on an emulated x86 CPU (QEMU user mode), child Python processes included.
 
-    python scripts/emulate_cpu.py -m pytest -q tests/deploy/test_user_models.py
+    python scripts/emulate_cpu.py -m pytest -q tests/export/test_user_models.py
     python scripts/emulate_cpu.py --cpu Haswell -m zoo export RUN --data FOLDER --precision float32,int8
 
 The default CPU model, Haswell, has AVX2 and FMA but no AVX-512 and no VNNI, so onnxruntime (MLAS),

@@ -37,7 +37,7 @@ fi
 
 if [[ "${1:-}" == "--dev" ]]; then
   # The real mobile clients, each in a virtualenv of its own beside .venv (zoo/formats/mobile_clients.py;
-  # tests/deploy/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
+  # tests/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
   # 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4.
   for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
     package=${client%%:*} folder=${client##*:}
@@ -47,7 +47,7 @@ if [[ "${1:-}" == "--dev" ]]; then
     fi
   done
   # QEMU user mode: onnxruntime's int8 kernels of CPUs without VNNI, emulated (scripts/emulate_cpu.py,
-  # tests/deploy/test_int8_cpus.py); the tests that need it skip without it.
+  # tests/export/test_int8_cpus.py); the tests that need it skip without it.
   if ! command -v qemu-x86_64 >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
     apt-get install -y -q qemu-user >/dev/null || echo "qemu-user not installed: the emulated-CPU int8 tests will skip"
   fi
