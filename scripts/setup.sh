@@ -13,6 +13,28 @@ PY=${PYTHON:-python3}
 extras=""
 [[ "${1:-}" == "--dev" ]] && extras="[dev,torch,jax,openvino,quantization]"
 
+# The real mobile clients (--dev), each in a virtualenv of its own beside .venv (zoo/formats/mobile_clients.py;
+# tests/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
+# 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4. Installed
+# while .venv's own install runs.
+mobile_clients() {
+  for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
+    package=${client%%:*} folder=${client##*:}
+    if [[ ! -x "$folder/bin/python" ]] || ! "$folder/bin/python" -m pip show -q "${package%%==*}" >/dev/null 2>&1; then
+      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q "$package" \
+        || echo "$package not installed in $folder: its mobile client tests will skip"
+    fi
+  done
+}
+clients=""
+if [[ "${1:-}" == "--dev" ]]; then
+  mobile_clients &
+  clients=$!
+fi
+# The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json (in the meantime too).
+(cd zoo/formats/js && npm install --no-audit --no-fund --loglevel=error >/dev/null) &
+npm=$!
+
 if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"
 fi
@@ -28,24 +50,14 @@ import importlib.metadata as md
 import onnx  # noqa: F401  (fails if protobuf was downgraded)
 assert md.version("tensorflow").startswith("2.21."), f"TensorFlow changed to {md.version('tensorflow')}"
 PY
-# The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json.
-(cd zoo/formats/js && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+wait "$npm"
 # Headless Chromium (Debian's package) for the TF.js web page test; the test skips, saying so, without it.
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
   apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/artifacts/test_web_page.py will skip"
 fi
 
 if [[ "${1:-}" == "--dev" ]]; then
-  # The real mobile clients, each in a virtualenv of its own beside .venv (zoo/formats/mobile_clients.py;
-  # tests/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
-  # 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4.
-  for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
-    package=${client%%:*} folder=${client##*:}
-    if [[ ! -x "$folder/bin/python" ]] || ! "$folder/bin/python" -m pip show -q "${package%%==*}" >/dev/null 2>&1; then
-      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q "$package" \
-        || echo "$package not installed in $folder: its mobile client tests will skip"
-    fi
-  done
+  wait "$clients"
   # QEMU user mode: onnxruntime's int8 kernels of CPUs without VNNI, emulated (scripts/emulate_cpu.py,
   # tests/export/test_int8_cpus.py); the tests that need it skip without it.
   if ! command -v qemu-x86_64 >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
@@ -54,6 +66,8 @@ if [[ "${1:-}" == "--dev" ]]; then
 fi
 
 export TF_CPP_MIN_LOG_LEVEL=2
-"$VENV/bin/zoo" data prepare mnist >/dev/null
+"$VENV/bin/zoo" data prepare mnist >/dev/null &
+mnist=$!
 "$VENV/bin/zoo" data prepare moby_dick >/dev/null   # public-domain text for the char-LM recipe
+wait "$mnist"
 echo "setup done: $VENV (activate with 'source $VENV/bin/activate'), MNIST and Moby-Dick prepared in $("$VENV/bin/python" -c 'import zoo.data; print(zoo.data.default_data_dir())')"

@@ -6,5 +6,6 @@ bash scripts/setup.sh --dev
 export TF_CPP_MIN_LOG_LEVEL=2 ZOO_REQUIRE_DATA=1
 # A pytest worker per core, at most 4 (each holds TensorFlow and a conversion process), a test file per
 # worker at a time so that a file's shared fixtures are built once; `-n 0` runs in one process.
+# The 30 slowest tests are listed at the end: where the time goes, for the 15-minute budget.
 cores=$(nproc)
-exec .venv/bin/python -m pytest -q -n "$(( cores < 4 ? cores : 4 ))" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -n "$(( cores < 4 ? cores : 4 ))" --dist loadfile --durations=30 "$@"

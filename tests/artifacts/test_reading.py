@@ -55,21 +55,23 @@ def test_channels_are_converted_as_tensorflow_converts_them(tmp_path, mode, chan
     assert np.max(np.abs(ours - theirs)) <= (1.0 if (mode, channels) == ("RGB", 1) else 0.0)
 
 
-def test_image_suffixes_and_folders_are_zoo_datas(tmp_path):
-    from zoo.data.image_folder import IMAGE_EXTENSIONS, SPLIT_FOLDERS, list_image_splits
-    from zoo.data.raw_input import image_files
+def test_class_folders_are_listed_as_training_lists_them(tmp_path):
+    from zoo.data.image_folder import list_image_splits
+    from zoo.image_files import image_files
 
-    assert reading.IMAGE_SUFFIXES == IMAGE_EXTENSIONS and reading.SPLIT_FOLDERS == SPLIT_FOLDERS
     for name in ("z/b/2.png", "z/a/1.png", "z/a/sub/0.bmp", "z/.h/3.png"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"")
     names, by_split = list_image_splits(str(tmp_path / "z"))
     ours = reading.labelled_image_files(str(tmp_path / "z"))
     assert ours == (list(names), [(names[label], f) for label, f in by_split["train"]])
+    z = tmp_path / "z"
+    assert ours == (["a", "b"], [("a", str(z / "a/1.png")), ("a", str(z / "a/sub/0.bmp")), ("b", str(z / "b/2.png"))])
+    loose = tmp_path / "loose"
     for name in ("b/2.png", "a/1.JPG", "a/.hidden.png", "a/notes.txt", "c.gif"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(b"")
-    assert reading.image_files([str(tmp_path)]) == image_files([str(tmp_path)])
+        (loose / name).parent.mkdir(parents=True, exist_ok=True)
+        (loose / name).write_bytes(b"")
+    assert image_files([str(loose)]) == [str(loose / n) for n in ("a/1.JPG", "b/2.png", "c.gif")]
 
 
 def test_unreadable_files_are_set_aside_with_the_reason(tmp_path):

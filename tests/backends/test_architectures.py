@@ -35,23 +35,29 @@ def _reference(name):
     return found
 
 
+def _outputs(model, x):
+    """Inference as users run it: `predict`, one XLA compilation of the forward graph on JAX, where a first
+    eager call compiles each of its ops on its own (several times slower for the deep families)."""
+    return numpy(model.predict(x, batch_size=len(x), verbose=0))
+
+
 @pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_matches_tensorflow_and_round_trips(name, tmp_path):
     model, x, expected = _reference(name)
     assert isinstance(model, ZooModel)
     # The same weights give TensorFlow's outputs.
-    got = numpy(model(x, training=False))
+    got = _outputs(model, x)
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() <= TOLERANCE, f"{name}: {np.abs(got - expected).max():.2e} from TensorFlow"
 
     # Built here, it runs; its .keras file written here loads back to the same outputs.
     keras.utils.set_random_seed(0)
     fresh = build_small(name)
-    out = numpy(fresh(x, training=False))
+    out = _outputs(fresh, x)
     assert out.shape == expected.shape and np.isfinite(out).all()
     path = tmp_path / f"{name}.keras"
     fresh.save(path)
-    np.testing.assert_array_equal(numpy(keras.saving.load_model(path, safe_mode=True)(x, training=False)), out)
+    np.testing.assert_array_equal(_outputs(keras.saving.load_model(path, safe_mode=True), x), out)
 
 
 # On JAX a fit step is one XLA compilation of the whole backward graph: for these deep families it takes

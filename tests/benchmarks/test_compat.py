@@ -4,6 +4,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 from benchmarks import compat
 
@@ -29,6 +30,7 @@ POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3", c
         compat.Candidate("tiny_text", "text", "test", _text_model, "1 string")]
 
 
+@pytest.mark.slow  # trains and exports two models; the cells' export and verification are tests/export's
 def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeypatch):
     data = compat.run_matrix(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
     cnn, text = data["models"]["tiny_cnn"]["cells"], data["models"]["tiny_text"]["cells"]

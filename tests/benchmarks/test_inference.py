@@ -55,6 +55,9 @@ def quick_result():
     return inference.run(args)
 
 
+# The quick run exports and times lenet5 in five runtimes: under -m slow, like the suites it smoke-tests
+# (`python scripts/benchmark.py inference --quick`); the FLOP counts above run by default.
+@pytest.mark.slow
 def test_quick_run_has_a_positive_row_per_runtime_and_batch(quick_result):
     rows = quick_result["rows"]
     assert {(r["runtime"], r["batch"]) for r in rows} == {
@@ -70,6 +73,7 @@ def test_quick_run_has_a_positive_row_per_runtime_and_batch(quick_result):
     assert quick_result["models"]["lenet5"]["flops_per_sample"] == forward_flops(zoo.build("lenet5"))
 
 
+@pytest.mark.slow
 def test_quick_run_summarises(quick_result, tmp_path):
     import json
 

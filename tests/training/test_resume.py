@@ -12,12 +12,12 @@ import keras
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS_PER_EPOCH = 8192 // 32
+STEPS_PER_EPOCH = 4096 // 32
 
 
 def _cmd(data_dir):
     return [sys.executable, "-m", "zoo.cli", "train", "--model", "lenet5", "--dataset", "mnist", "--epochs", "2",
-            "--batch-size", "32", "--optimizer", "sgd", "--lr", "0.05", "--train-split", "train[:8192]",
+            "--batch-size", "32", "--optimizer", "sgd", "--lr", "0.05", "--train-split", "train[:4096]",
             "--val-split", "none", "--test-split", "none", "--export-dir", "none", "--out", "runs", "--seed", "3",
             "--deterministic", "--backup-every", "4", "--data-dir", data_dir]
 
@@ -42,17 +42,17 @@ def _state(path):
         return json.loads(str(data["meta"]))
 
 
-def test_seeded_deterministic_runs_are_bitwise_identical_and_resume_after_sigkill_matches(tmp_path, real_mnist_dir):
-    a, b, c = (tmp_path / n for n in "abc")
-    for d in (a, b, c):
+def test_a_seeded_deterministic_run_killed_mid_epoch_resumes_bitwise_to_an_uninterrupted_one(tmp_path, real_mnist_dir):
+    """Two runs of the same seeded command: one uninterrupted, one SIGKILLed mid-epoch and started again. Equal
+    bitwise at the end, optimizer slots included: determinism and an exact resume at once (any nondeterministic
+    op or a batch seen twice or skipped would part them)."""
+    a, c = tmp_path / "a", tmp_path / "c"
+    for d in (a, c):
         d.mkdir()
     _run(a, real_mnist_dir)
-    _run(b, real_mnist_dir)
     weights_a, slots_a = _final(a)
-    weights_b, slots_b = _final(b)
-    assert all(np.array_equal(x, y) for x, y in zip(weights_a + slots_a, weights_b + slots_b))  # bitwise
 
-    # Kill the third run with SIGKILL in the middle of an epoch, once a backup exists.
+    # Kill the second run with SIGKILL in the middle of an epoch, once a backup exists.
     state = c / "runs" / "lenet5-mnist" / "backup" / "state.npz"
     proc = subprocess.Popen(_cmd(real_mnist_dir), cwd=c, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240

@@ -39,6 +39,7 @@ import numpy as np
 from zoo.artifacts import reading
 from zoo.artifacts.artifact import Artifact, load
 from zoo.errors import DataError
+from zoo.image_files import image_files
 
 BATCH_SIZE = 256
 PROGRESS_MIN = 2 * BATCH_SIZE  # inputs above which a progress line is shown
@@ -191,7 +192,7 @@ def read_inputs(art: Artifact, inputs: list, batch_size: int = BATCH_SIZE):
     meta = art.metadata
     kind = meta.input.get("kind") if meta else None
     if kind == "image":
-        files, skipped = reading.readable(reading.image_files(inputs))
+        files, skipped = reading.readable(image_files(inputs))
         size, channels = tuple(meta.input["image_size"]), int(meta.input["channels"])
         return files, (_client_side(meta.input, reading.read_images(files[i:i + batch_size], size, channels))
                        for i in range(0, len(files), batch_size)), skipped
@@ -297,7 +298,7 @@ def _without_metadata(art: Artifact, inputs, batch_size):
         return names, _chunks(x, batch_size), []
     shape = art.input_shape
     if len(shape) == 3 and shape[-1] in (1, 3, 4) and None not in shape[:2]:
-        files, skipped = reading.readable(reading.image_files(inputs))
+        files, skipped = reading.readable(image_files(inputs))
         print(f"note: {art.path} has no zoo metadata: images are resized to {shape[0]}x{shape[1]} and scaled to "
               "[0, 1] (zoo's dataset convention); classes are shown as indices.", file=sys.stderr)
         return files, (reading.read_images(files[i:i + batch_size], shape[:2], int(shape[2])) / 255.0

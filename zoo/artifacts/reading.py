@@ -10,9 +10,7 @@ model sees here are the ones it was trained on (`tests/artifacts/test_reading.py
 TensorFlow's). JPEG decoders may differ by a level or two between libjpeg builds; PNG, GIF and BMP
 decode identically.
 
-`zoo.data` imports TensorFlow when it is imported, so the file suffixes, the split folders and the listing
-of image folders are kept here too (`zoo val` reads a `test/` folder with them); the test checks they are
-`zoo.data`'s.
+Which files are images, and which folders hold splits, is `zoo.image_files`, shared with `zoo.data`.
 """
 
 from __future__ import annotations
@@ -23,44 +21,9 @@ from typing import Sequence
 import numpy as np
 
 from zoo.errors import DataError
+from zoo.image_files import images_under
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp")  # zoo.data.image_folder.IMAGE_EXTENSIONS
-# folder name -> split (zoo.data.image_folder.SPLIT_FOLDERS)
-SPLIT_FOLDERS = {"train": "train", "validation": "validation", "val": "validation", "test": "test"}
 MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # channels -> the Pillow mode decoded into (tf.io.decode_image's channels)
-
-
-def image_files(paths: Sequence[str]) -> list[str]:
-    """Image files named directly or found (recursively, sorted) in the folders named
-    (`zoo.data.raw_input.image_files`)."""
-    files = []
-    for path in paths:
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs
-                if f.lower().endswith(IMAGE_SUFFIXES) and not f.startswith(".")
-            )
-            if not found:
-                raise DataError(f"Folder {path} has no image files ({', '.join(IMAGE_SUFFIXES)}).")
-            files += found
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise DataError(f"Input {path} does not exist.")
-    return files
-
-
-def split_folders(root: str) -> dict:
-    """Split name -> folder, for the split subfolders `root` has (`zoo.data.image_folder.split_folders`)."""
-    found = {}
-    for folder, split in SPLIT_FOLDERS.items():
-        path = os.path.join(root, folder)
-        if os.path.isdir(path):
-            if split in found:
-                raise DataError(f"{root} has both {found[split]} and {path}; keep one folder per split.")
-            found[split] = path
-    return found
 
 
 def labelled_image_files(folder: str, classes=None) -> tuple[list[str], list[tuple[str, str]]]:
@@ -71,12 +34,7 @@ def labelled_image_files(folder: str, classes=None) -> tuple[list[str], list[tup
         names = [n for n in names if n in set(classes)]
     if not names:
         raise DataError(f"Image folder {folder} has no class subfolders.")
-    files = []
-    for name in names:
-        walk = sorted(os.walk(os.path.join(folder, name), followlinks=True))
-        files += [(name, os.path.join(d, f)) for d, _, fs in walk for f in sorted(fs)
-                  if f.lower().endswith(IMAGE_SUFFIXES) and not f.startswith(".")]
-    return names, files
+    return names, [(name, f) for name in names for f in images_under(os.path.join(folder, name))]
 
 
 def readable(files: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from zoo.artifacts.artifact import Artifact, load
 from zoo.errors import DataError, suggest
+from zoo.image_files import split_folders
 
 SPLITS = ("test", "validation", "train", "all")
 
@@ -189,7 +190,7 @@ def image_folder_batches(meta, path: str, split: Optional[str] = None, batch_siz
     if meta.input.get("kind") != "image" or meta.task != "classification" or not os.path.isdir(path):
         return None
     same_data = bool(meta.source.get("data")) and os.path.abspath(path) == os.path.abspath(meta.source["data"])
-    folders = reading.split_folders(path)
+    folders = split_folders(path)
     if folders:
         wanted = split or ("test" if same_data or "test" in folders else "all")
         if wanted not in folders or (wanted == "train" and same_data):
@@ -215,8 +216,6 @@ def image_folder_batches(meta, path: str, split: Optional[str] = None, batch_siz
 
 
 def _has_test_folder(path: str) -> bool:
-    from zoo.artifacts.reading import split_folders
-
     return os.path.isdir(path) and "test" in split_folders(path)
 
 

@@ -47,11 +47,9 @@ from zoo.data.batches import Batching, Preprocess, takes_batching
 from zoo.data.memory import Arrays
 from zoo.data.splits import SplitData
 from zoo.errors import DataError
+from zoo.image_files import IMAGE_EXTENSIONS, images_under, is_image, split_folders
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
 COLOR_MODES = {"grayscale": 1, "rgb": 3, "rgba": 4}
-# Subfolders that, when present, hold the splits instead of classes (folder name -> split).
-SPLIT_FOLDERS = {"train": "train", "validation": "validation", "val": "validation", "test": "test"}
 ON_ERROR = ("raise", "skip")
 
 
@@ -166,18 +164,6 @@ def from_image_folder(
     )
 
 
-def split_folders(root: str) -> dict:
-    """Split name -> folder, for the split subfolders `root` has (``val/`` counts as validation)."""
-    found = {}
-    for folder, split in SPLIT_FOLDERS.items():
-        path = os.path.join(root, folder)
-        if os.path.isdir(path):
-            if split in found:
-                raise DataError(f"{root} has both {found[split]} and {path}; keep one folder per split.")
-            found[split] = path
-    return found
-
-
 def list_image_splits(root: str, validation_split: float = 0.0, test_split: float = 0.0, seed: int = 0,
                       classes=None):
     """``(class names, {split: [(label, file)]})`` of an image folder, split as `from_image_folder` does.
@@ -286,10 +272,6 @@ def _check_folder(path) -> str:
     return root
 
 
-def _is_image(name: str) -> bool:
-    return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith(".")
-
-
 def _list_classes(folder: str, classes=None):
     """(class names, [(label, file path)]) for a folder of class subfolders: every one, sorted, or
     the `classes` given, in their order."""
@@ -298,7 +280,7 @@ def _list_classes(folder: str, classes=None):
     if classes is not None and class_names:
         class_names = select_classes(list(classes), class_names, folder)
     if not class_names:
-        loose = [e for e in entries if _is_image(e)]
+        loose = [e for e in entries if is_image(e)]
         detail = (
             f"it holds {len(loose)} image file(s) directly; move them into one subfolder per class"
             if loose
@@ -308,12 +290,7 @@ def _list_classes(folder: str, classes=None):
     files = []
     for label, name in enumerate(class_names):
         class_dir = os.path.join(folder, name)
-        images = [
-            os.path.join(dirpath, f)
-            for dirpath, dirnames, filenames in sorted(os.walk(class_dir, followlinks=True))
-            for f in sorted(filenames)
-            if _is_image(f)
-        ]
+        images = images_under(class_dir)
         if not images:
             raise DataError(
                 f"Class folder {class_dir} (class {name!r}) has no images "

@@ -88,7 +88,7 @@ class Image(DataKind):
 
     @property
     def suffixes(self):
-        from zoo.data.image_folder import IMAGE_EXTENSIONS
+        from zoo.image_files import IMAGE_EXTENSIONS
 
         return IMAGE_EXTENSIONS
 

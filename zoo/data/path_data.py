@@ -36,7 +36,7 @@ import os
 from typing import Optional
 
 from zoo.data import kinds
-from zoo.data.image_folder import split_folders
+from zoo.image_files import split_folders
 from zoo.data.kinds import DataKind, target_like
 from zoo.data.reading import TASKS, TEST_SPLIT, VALIDATION_SPLIT, Inference, PathData, ReadOptions  # noqa: F401
 from zoo.errors import DataError

@@ -27,7 +27,6 @@ format.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Optional, Sequence
 
 import keras
@@ -320,28 +319,6 @@ def from_dict(d: dict):
         return TextInput((), int(d["sequence_length"]), d.get("text_column"))
     return SeriesInput(int(d["window"]), int(d["horizon"]), tuple(d["columns"]), d["target"], tuple(d["mean"]),
                        tuple(d["std"]), d.get("time_column"))
-
-
-def image_files(paths: Sequence[str]) -> list[str]:
-    """Image files named directly or found (recursively, sorted) in the folders named."""
-    from zoo.data.image_folder import IMAGE_EXTENSIONS
-
-    files = []
-    for path in paths:
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs
-                if f.lower().endswith(IMAGE_EXTENSIONS) and not f.startswith(".")
-            )
-            if not found:
-                raise DataError(f"Folder {path} has no image files ({', '.join(IMAGE_EXTENSIONS)}).")
-            files += found
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise DataError(f"Input {path} does not exist.")
-    return files
 
 
 @keras.saving.register_keras_serializable(package="zoo")
