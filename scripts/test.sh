@@ -8,4 +8,7 @@ export TF_CPP_MIN_LOG_LEVEL=2 ZOO_REQUIRE_DATA=1
 # worker at a time so that a file's shared fixtures are built once; `-n 0` runs in one process.
 # The 30 slowest tests are listed at the end: where the time goes, for the 15-minute budget.
 cores=$(nproc)
+# Each worker's TensorFlow (and the training and conversion processes it starts) runs an op on one thread:
+# the workers are the parallelism, and a thread pool per core in each worker only competes for the cores.
+export TF_NUM_INTRAOP_THREADS=${TF_NUM_INTRAOP_THREADS:-1}
 exec .venv/bin/python -m pytest -q -n "$(( cores < 4 ? cores : 4 ))" --dist loadfile --durations=30 "$@"

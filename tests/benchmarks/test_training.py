@@ -25,6 +25,9 @@ def quick_result(real_mnist_dir):
     return training.run(quick_args())
 
 
+# The quick run times convnet_bn's fits, a table pipeline and an MLP against stock Keras: under -m slow, like
+# the suite it smoke-tests (`python scripts/benchmark.py training --quick`); the pieces below run by default.
+@pytest.mark.slow
 def test_quick_suite_structure(quick_result, tmp_path):
     (row,) = quick_result["throughput"]
     assert row["family"] == "cnn" and row["model"] == "convnet_bn" and row["variant"] == "fp32"
@@ -43,6 +46,7 @@ def test_quick_suite_structure(quick_result, tmp_path):
     assert paths and all(p.is_file() and p.stat().st_size > 0 for p in paths)
 
 
+@pytest.mark.slow
 def test_zoo_and_keras_fits_start_equal_and_train_equal(quick_result):
     """The comparison is fair: same initial weights, same batches, same loss after the same steps."""
     (row,) = quick_result["throughput"]

@@ -35,12 +35,13 @@ def known_failure(name, fmt):
 # the suite. Their layers' ops are exported in the default run by smaller models (resnet20, vgg8_bn,
 # mobilenet_v2, convnet_bn; ConvNeXt's GELU and grouped conv and EfficientNet's Normalization in
 # tests/export/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
-# Also left to `-m slow`: models the default run exports in every format elsewhere - lstm_classifier in
-# every format and precision in tests/export/test_parity.py, MobileNetV3 (its hard swish in
-# test_user_models.py, the rest in mobilenet_v2). The default suite took 907 s of pytest with them, on a
-# quiet 2-core machine.
+# Also left to `-m slow`: models whose layers the default run exports in every format elsewhere -
+# lstm_classifier in every format and precision in tests/export/test_parity.py, MobileNetV3 (its hard swish
+# in test_user_models.py, the rest in mobilenet_v2), vgg8_bn (convnet_bn's convolution, batch norm and
+# pooling), char_lstm_lm (its sequence-returning LSTM in lstm_forecaster here, its TF.js route in
+# test_parity.py).
 HEAVY = {"convnext_tiny", "densenet121", "efficientnet_b0", "efficientnet_v2_b0", "vgg16", "resnet18", "mixer_s32",
-         "lstm_classifier", "mobilenet_v3_small"}
+         "lstm_classifier", "mobilenet_v3_small", "vgg8_bn", "char_lstm_lm"}
 
 
 def _params():
