@@ -21,7 +21,7 @@ mobile_clients() {
   for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
     package=${client%%:*} folder=${client##*:}
     if [[ ! -x "$folder/bin/python" ]] || ! "$folder/bin/python" -m pip show -q "${package%%==*}" >/dev/null 2>&1; then
-      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q --no-compile "$package" \
+      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q "$package" \
         || echo "$package not installed in $folder: its mobile client tests will skip"
     fi
   done
@@ -39,9 +39,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
-# --no-compile: Python compiles the modules a process imports when it first imports them, not the tens of
-# thousands TensorFlow, PyTorch and JAX ship (most of the install's time).
-"$VENV/bin/python" -m pip install -q --no-compile -e ".$extras"
+"$VENV/bin/python" -m pip install -q -e ".$extras"
 
 # tensorflowjs without its dependencies: its declared ones (tensorflow-decision-forests, jax)
 # would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/formats/tfjs_shim.py

@@ -74,33 +74,25 @@ def real_mnist_dir():
 # ----------------------------------------------------------------------------- the slow marker
 # `@pytest.mark.slow` tests are left out of the default run (CI and scripts/test.sh), which must stay
 # under 15 minutes on 2 cores. Run them with `ZOO_SLOW=1 bash scripts/test.sh` or `pytest -m slow`.
-# The files that take minutes, longest first. Under `pytest -n N --dist loadfile` (scripts/test.sh) they start
-# first and on different workers: xdist hands each worker its first block of files at once (the collection
-# order, `max(files // 4 // N, 2)` files each: LoadScopeScheduling.schedule), then one file at a time, so a
-# long file left for last, or two in one block, keeps one worker busy while the other waits.
-LONG_FILES = ("tests/test_backends.py", "tests/training/test_backends.py", "tests/training/test_strategies.py",
-              "tests/export/test_parity.py", "tests/export/test_every_architecture_exports.py",
+#
+# The files that take minutes, longest first. Under `pytest -n N --dist loadfile --no-loadscope-reorder`
+# (scripts/test.sh) xdist deals the files to the workers in collection order, the next one to a worker as it
+# runs low (LoadScopeScheduling), so these start first, on different workers, and the short files fill in
+# around them. (Without --no-loadscope-reorder, xdist orders files by their number of tests: the two-test
+# tests/test_backends.py, the longest, came last and kept one worker busy for minutes after the other.)
+LONG_FILES = ("tests/test_backends.py", "tests/export/test_every_architecture_exports.py",
+              "tests/training/test_backends.py", "tests/export/test_parity.py",
+              "tests/architectures/test_every_architecture.py", "tests/training/test_strategies.py",
               "tests/training/test_resume.py")
 
 
-def _spread_long_files(items):
-    files = list(dict.fromkeys(item.nodeid.split("::")[0] for item in items))
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    long = [f for f in LONG_FILES if f in files]
-    rest = [f for f in files if f not in long]
-    block = max(len(files) // 4 // workers, 2)
-    order = [None] * len(files)
-    for j, name in enumerate(long):  # worker j % N, early in its block
-        slot = (j % workers) * block + j // workers
-        order[slot if slot < len(order) and order[slot] is None else order.index(None)] = name
-    for name in rest:
-        order[order.index(None)] = name
-    rank = {name: i for i, name in enumerate(order)}
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable within a file
+def _long_files_first(items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest as collected
 
 
 def pytest_collection_modifyitems(config, items):
-    _spread_long_files(items)
+    _long_files_first(items)
     if os.environ.get("ZOO_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
         return
     skip = pytest.mark.skip(reason="slow: run with ZOO_SLOW=1 or -m slow")
