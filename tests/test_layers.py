@@ -35,8 +35,8 @@ PACKAGE = ROOT / "zoo"
 
 # The top-level module or package -> (layer, rank). Layers of equal rank sit side by side.
 LAYERS = {
-    "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0),
-    "image_files": ("core", 0), "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0), "lazy": ("core", 0),
+    "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0), "image_files": ("core", 0),
+    "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0), "lazy": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "formats": ("formats", 2),
     "scan": ("scan", 3),

@@ -61,8 +61,8 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
 
 
 # On JAX a fit step is one XLA compilation of the whole backward graph, the longest for these deep families
-# (up to half a minute each on 2 cores), so their step runs with -m slow there, for the CI budget (their outputs and round trip are
-# checked above by default; PyTorch's eager step and TensorFlow's run them all by default).
+# (up to half a minute each on 2 cores), so their step runs with -m slow there, for the CI budget: their
+# outputs and round trip are checked above by default, and PyTorch's and TensorFlow's steps run them all.
 JAX_SLOW_STEP = {"densenet121", "efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v3_small", "convnext_tiny"}
 
 
