@@ -39,7 +39,12 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".$extras"
+# Installed without pip's byte-compiling, one file after another, then byte-compiled on every core. It must be
+# compiled now: where processes write no bytecode (PYTHONDONTWRITEBYTECODE=1, as on this project's machines)
+# every import would compile TensorFlow again. A file compileall cannot compile is compiled at import.
+"$VENV/bin/python" -m pip install -q --no-compile -e ".$extras"
+"$VENV/bin/python" -m compileall -q -j 0 "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+  >/dev/null || true
 
 # tensorflowjs without its dependencies: its declared ones (tensorflow-decision-forests, jax)
 # would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/formats/tfjs_shim.py
