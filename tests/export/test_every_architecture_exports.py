@@ -32,7 +32,7 @@ def known_failure(name, fmt):
 
 
 # The ImageNet-size families' first members take 1.5-3 minutes each here (5 formats, 2 cores): a third of
-# the suite. Their layers' ops are exported in the default run by smaller models (resnet20, vgg8_bn,
+# the suite. Their layers' ops are exported in the default run by smaller models (resnet20,
 # mobilenet_v2, convnet_bn; ConvNeXt's GELU and grouped conv and EfficientNet's Normalization in
 # tests/export/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
 # Also left to `-m slow`: models whose layers the default run exports in every format elsewhere -
