@@ -36,10 +36,10 @@ import os
 from typing import Optional
 
 from zoo.data import kinds
-from zoo.image_files import split_folders
 from zoo.data.kinds import DataKind, target_like
 from zoo.data.reading import TASKS, TEST_SPLIT, VALIDATION_SPLIT, Inference, PathData, ReadOptions  # noqa: F401
 from zoo.errors import DataError
+from zoo.image_files import split_folders
 
 TABLE_SUFFIXES = kinds.TABLE.suffixes
 
