@@ -1,6 +1,6 @@
 """Tables: `zoo train --data FILE.csv --target COL` against scikit-learn's default gradient boosting.
 
-    python scripts/benchmark.py tables                      # every table, 3 seeds
+    python scripts/benchmark.py tables                      # every table, 3 seeds (10 under 1,000 rows)
     python scripts/benchmark.py tables --tables iris,fair --seeds 0,1
 
 Every offline table this machine has (nothing downloads): scikit-learn's bundled sets, statsmodels'
@@ -42,6 +42,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before scikit-learn loads
 import numpy as np  # noqa: E402
 
 SEEDS = (0, 1, 2)
+# A table under SMALL_ROWS rows is tested on a few dozen rows, where one split's luck can outweigh the models'
+# difference (star98's 30 test rows, benchmarks/results/tables.md): such tables take SMALL_SEEDS unless --seeds
+# is given.
+SMALL_ROWS, SMALL_SEEDS = 1_000, tuple(range(10))
 VALIDATION, TEST = 0.1, 0.1
 
 
@@ -152,7 +156,9 @@ LEFT_OUT = {
 def add_arguments(parser) -> None:
     parser.add_argument("--tables", default=",".join(t.name for t in TABLES),
                         help="comma-separated tables (default: all): " + ", ".join(t.name for t in TABLES))
-    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated split seeds")
+    parser.add_argument("--seeds", default=None,
+                        help=f"comma-separated split seeds (default: {','.join(map(str, SEEDS))}; "
+                             f"{SMALL_SEEDS[0]}-{SMALL_SEEDS[-1]} for tables under {SMALL_ROWS:,} rows)")
     parser.add_argument("--merge", nargs="+", metavar="FOLDER",
                         help="train nothing: join the tables.json of these folders (later ones win) into --results")
 
@@ -265,8 +271,10 @@ def run(args, write=None) -> dict:
             write_result(args.results, "tables", partial, markdown)
 
     tables = _selected(args.tables)
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
-    out = {"suite": "tables", "machine": machine(), "seeds": seeds, "splits": {"validation": VALIDATION, "test": TEST},
+    given = None if args.seeds is None else [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    out = {"suite": "tables", "machine": machine(), "seeds": given or list(SEEDS),
+           "small_table_seeds": None if given else {"rows_under": SMALL_ROWS, "seeds": list(SMALL_SEEDS)},
+           "splits": {"validation": VALIDATION, "test": TEST},
            "left_out": LEFT_OUT, "tables": []}
     with tempfile.TemporaryDirectory(prefix="zoo-tables-") as tmp:
         for table in tables:
@@ -279,7 +287,7 @@ def run(args, write=None) -> dict:
             frame.to_csv(csv, index=False)
             entry = {"name": table.name, "task": table.task, "source": table.source, "rows": len(frame),
                      "features": frame.shape[1] - 1, "load_before": system_load(), "runs": []}
-            for seed in seeds:
+            for seed in given or (SMALL_SEEDS if len(frame) < SMALL_ROWS else SEEDS):
                 rows = _rows(frame, table.task, seed)
                 expected = frame["target"].to_numpy()[rows["test"]]
                 record = {"seed": seed, "hgb": run_hgb(frame, table.task, rows),
@@ -317,7 +325,7 @@ def summarize(entry: dict) -> dict:
 
 def acceptance(result: dict) -> dict:
     """Issue 29's criteria, per table: accuracy >= HGB's or within its seed spread; RMSE within 5%;
-    on the largest table, training under 120 s and at most 12x HGB's time."""
+    on the largest table (by cells, and by rows), training under 120 s and at most 12x HGB's time."""
     verdicts = {}
     for entry in result["tables"]:
         s = entry["summary"]
@@ -330,14 +338,30 @@ def acceptance(result: dict) -> dict:
             ratio = zoo / hgb["mean"]
             verdicts[entry["name"]] = {"ok": bool(ratio <= 1.05), "zoo": zoo, "hgb": hgb["mean"], "rmse_ratio": ratio,
                                        "rule": "RMSE at most 1.05x HGB's"}
-    if result["tables"]:
-        largest = max(result["tables"], key=lambda e: e["rows"] * e["features"])
+    # "The largest table" read both ways, each held to the time criterion: the most cells and the most rows.
+    for key, size, what in (("largest", lambda e: e["rows"] * e["features"], "rows x features"),
+                            ("most_rows", lambda e: e["rows"], "rows")):
+        if not result["tables"]:
+            break
+        largest = max(result["tables"], key=size)
         s = largest["summary"]
-        verdicts["largest"] = {"table": largest["name"], "zoo_train_s": s["zoo"]["train_s"]["mean"],
-                               "hgb_train_s": s["hgb"]["train_s"]["mean"], "ratio": s["time_ratio"]["mean"],
-                               "ok": bool(s["zoo"]["train_s"]["mean"] < 120 and s["time_ratio"]["mean"] <= 12),
-                               "rule": "largest table (rows x features): zoo under 120 s and <= 12x HGB's time"}
+        verdicts[key] = {"table": largest["name"], "zoo_train_s": s["zoo"]["train_s"]["mean"],
+                         "hgb_train_s": s["hgb"]["train_s"]["mean"], "ratio": s["time_ratio"]["mean"],
+                         "ok": bool(s["zoo"]["train_s"]["mean"] < 120 and s["time_ratio"]["mean"] <= 12),
+                         "rule": f"largest table ({what}): zoo under 120 s and <= 12x HGB's time"}
     return verdicts
+
+
+def _seeds_text(result: dict) -> str:
+    """"seeds 0, 1, 2" and, where some tables ran other seeds (the small ones), which and for which tables."""
+    by_seeds = {}
+    for e in result["tables"]:
+        seeds = tuple(r.get("seed") for r in e["runs"])
+        by_seeds.setdefault(tuple(result["seeds"]) if None in seeds else seeds, []).append(e["name"])
+    most = max(by_seeds, key=lambda k: len(by_seeds[k]), default=tuple(result["seeds"]))
+    text = f"seeds {', '.join(map(str, most))}"
+    return text + "".join(f" ({', '.join(map(str, k))} for {', '.join(names)})"
+                          for k, names in by_seeds.items() if k != most)
 
 
 def markdown(result: dict) -> str:
@@ -345,7 +369,7 @@ def markdown(result: dict) -> str:
     lines = [
         "# Tables: the `zoo train --data` default against HistGradientBoosting",
         "",
-        f"{m.get('cpu_model')}, {m.get('cpus')} CPUs; seeds {', '.join(map(str, result['seeds']))}; "
+        f"{m.get('cpu_model')}, {m.get('cpus')} CPUs; {_seeds_text(result)}; "
         f"10% validation, 10% test (zoo's stratified split, the same rows for every model). Accuracy for "
         "classification, RMSE for regression (lower is better): mean ± std over seeds. Times are seconds of "
         "fitting; the ratio is zoo's over HGB's, per seed, in the same process; the CPU ratio is zoo's whole run "
@@ -369,11 +393,12 @@ def markdown(result: dict) -> str:
                      f"{score('hgb')} | {score('linear')} | {s['zoo']['train_s']['mean']:.1f} | "
                      f"{s['hgb']['train_s']['mean']:.1f} | {s['time_ratio']['mean']:.1f}x | {cpu} | {kept} | {load} | "
                      f"{'ok' if ok else 'MISSED'} |")
-    largest = verdicts.get("largest")
-    if largest:
-        lines += ["", f"Largest table: {largest['table']}: zoo {largest['zoo_train_s']:.1f} s, HGB "
-                      f"{largest['hgb_train_s']:.1f} s ({largest['ratio']:.1f}x; criterion: under 120 s and at most "
-                      f"12x): {'ok' if largest['ok'] else 'MISSED'}."]
+    for key, what in (("largest", "Largest table (rows x features)"), ("most_rows", "Most rows")):
+        largest = verdicts.get(key)
+        if largest:
+            lines += ["", f"{what}: {largest['table']}: zoo {largest['zoo_train_s']:.1f} s, HGB "
+                          f"{largest['hgb_train_s']:.1f} s ({largest['ratio']:.1f}x; criterion: under 120 s and at "
+                          f"most 12x): {'ok' if largest['ok'] else 'MISSED'}."]
     lines += ["", "Tables: " + "; ".join(f"**{e['name']}**: {e.get('source', '')}" for e in result["tables"]) + ".",
               "", "Left out: " + "; ".join(f"{k}: {v}" for k, v in result.get("left_out", {}).items()) + "."]
     return "\n".join(lines) + "\n"

@@ -57,11 +57,14 @@ def test_acceptance_follows_the_issue():
         _entry("c", "regression", [104.0, 106.0], [100.0, 100.0]),    # 1.05x: ok
         _entry("d", "regression", [106.0, 106.0], [100.0, 100.0], rows=1000, features=20,
                zoo_s=(50.0, 70.0), hgb_s=(5.0, 5.0)),                 # 1.06x: missed; largest, 12x in 60 s: ok
+        _entry("e", "regression", [100.0, 100.0], [100.0, 100.0], rows=1001, features=2,
+               zoo_s=(60.0, 70.0), hgb_s=(5.0, 5.0)),                 # the most rows, 13x: missed
     ]}
     verdicts = tables.acceptance(result)
     assert [verdicts[k]["ok"] for k in "abcd"] == [False, True, True, False]
     assert verdicts["largest"]["table"] == "d" and verdicts["largest"]["ok"]
     assert verdicts["largest"]["ratio"] == pytest.approx(12.0)
+    assert verdicts["most_rows"]["table"] == "e" and not verdicts["most_rows"]["ok"]
     result["machine"], result["seeds"], result["left_out"] = {"cpu_model": "cpu", "cpus": 2}, [0, 1], {"x": "why"}
     text = tables.markdown(result)
     assert "| a | 100 x 4 | class. | 0.9100 ± 0.0141 | 0.9300 ± 0.0141 |" in text and "MISSED" in text
