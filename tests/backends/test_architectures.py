@@ -25,13 +25,24 @@ pytestmark = pytest.mark.skipif(backend() == "tensorflow",
 TOLERANCE = 1e-4  # max abs difference, float32, between backends on the same weights
 
 
-def _reference(name):
+# The reference models the output check loaded, for the fit step to train next: loading a `.keras` file builds
+# the model, and on JAX every initializer of a new shape is an XLA compilation of its own (seconds for the deep
+# families), which a second load of the same file would pay again in part.
+_LOADED: dict = {}
+
+
+def _reference(name, keep=False):
+    """(model, x, TensorFlow's output) for `name`; kept for the next call where `keep`, else taken from the kept."""
+    if name in _LOADED:
+        return _LOADED.pop(name)
     directory = os.environ.get("ZOO_BACKEND_REFERENCE")
     if not directory:
         pytest.skip("no TensorFlow references: run through tests/test_backends.py")
     found = references.read(directory, name)
     if found is None:
         pytest.fail(f"no TensorFlow reference for {name!r} in {directory}")
+    if keep:
+        _LOADED[name] = found
     return found
 
 
@@ -43,7 +54,7 @@ def _outputs(model, x):
 
 @pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_matches_tensorflow_and_round_trips(name, tmp_path):
-    model, x, expected = _reference(name)
+    model, x, expected = _reference(name, keep=True)
     assert isinstance(model, ZooModel)
     # The same weights give TensorFlow's outputs.
     got = _outputs(model, x)
@@ -60,21 +71,7 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     np.testing.assert_array_equal(_outputs(keras.saving.load_model(path, safe_mode=True), x), out)
 
 
-# On JAX a fit step is one XLA compilation of the whole backward graph, the longest for these deep families
-# (up to half a minute each on 2 cores), so their step runs with -m slow there, for the CI budget: their
-# outputs and round trip are checked above by default, and PyTorch's and TensorFlow's steps run them all.
-JAX_SLOW_STEP = {"densenet121", "efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v3_small", "convnext_tiny"}
-
-
-def _step_params():
-    params = []
-    for p in params_marking_variants_slow(zoo.list_models()):
-        slow = backend() == "jax" and p.values[0] in JAX_SLOW_STEP
-        params.append(pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow) if slow else p.marks))
-    return params
-
-
-@pytest.mark.parametrize("name", _step_params())
+@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
 def test_one_fit_step_through_zoos_train_step_moves_the_weights(name):
     model, _, expected = _reference(name)
     spec = registry.get_spec(name)
