@@ -37,11 +37,11 @@ UNDERTRAINED = 0.9  # Keras accuracy below which a case's decisions are mostly n
 
 
 def _schemes():
-    from zoo.formats.ptq.onnx_static import TARGET_CPUS, Int8Scheme
+    from zoo.formats.ptq.onnx_static import SCHEMES, Int8Scheme
 
     return {
-        "8-bit (vnni)": TARGET_CPUS["vnni"],
-        "7-bit (any)": TARGET_CPUS["any"],
+        "8-bit (vnni)": SCHEMES["vnni"],
+        "7-bit (any)": SCHEMES["any"],
         "u8u8": Int8Scheme("u8u8", "uint8 weights (onnxruntime's U8U8 kernels on x86)", weight_type="uint8"),
         "8-bit per tensor": Int8Scheme("per_tensor", "8-bit weights, one scale per tensor", per_channel=False),
         "s8s8 symmetric": Int8Scheme("s8s8", "int8 activations, symmetric", activation_type="int8",

@@ -36,13 +36,13 @@ EVAL_SEED = 10
 
 
 def _schemes():
-    from zoo.formats.ptq.onnx_static import TARGET_CPUS, Int8Scheme
+    from zoo.formats.ptq.onnx_static import SCHEMES, Int8Scheme
 
     return {
-        "7-bit (any)": (TARGET_CPUS["any"], 100),
-        "8-bit (vnni)": (TARGET_CPUS["vnni"], 100),
+        "7-bit (any)": (SCHEMES["any"], 100),
+        "8-bit (vnni)": (SCHEMES["vnni"], 100),
         "U8U8": (Int8Scheme("u8u8", "uint8 weights", weight_type="uint8"), 100),
-        "7-bit, 500 calib": (TARGET_CPUS["any"], 500),
+        "7-bit, 500 calib": (SCHEMES["any"], 500),
         "U8U8, 500 calib": (Int8Scheme("u8u8", "uint8 weights", weight_type="uint8"), 500),
         "7-bit, percentile": (Int8Scheme("p", "", reduce_range=True, calibration="percentile"), 100),
         "U8U8, percentile": (Int8Scheme("p", "", weight_type="uint8", calibration="percentile"), 100),

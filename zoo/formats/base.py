@@ -50,6 +50,7 @@ import numpy as np
 from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option, number_range
 from zoo.errors import ZooError
 from zoo.fileio import TMP_PREFIX, atomic_dir
+from zoo.formats.ptq.x86_int8 import DEFAULT_TARGET_CPU, TARGET_CPUS
 from zoo.formats.trace import Signature, TensorInfo
 from zoo.formats.unsafe import Trust
 
@@ -260,6 +261,9 @@ MIN_AGREEMENT = Option(
     "moves the outputs most stay float (zoo.formats.ptq.budget)",
     check=number_range(0, 100, lo_open=True), metavar="PERCENT")
 INT8_OPTIONS = (CALIBRATION_SAMPLES, MAX_ACCURACY_DROP, MIN_AGREEMENT)
+TARGET_CPU = Option("target_cpu", "the CPUs an int8 model is for: " + "; ".join(f"{name} ({text})" for name, text in
+                                                                           TARGET_CPUS.items()),
+                    default=DEFAULT_TARGET_CPU, choices=tuple(TARGET_CPUS))
 INT8_GUARDS = ("max_accuracy_drop", "min_agreement")  # post-training int8 with chosen layers float
 
 

@@ -23,11 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TEST, ArtifactError, Converted,
-                              Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU, TEST, ArtifactError,
+                              Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
 from zoo.formats.ptq.budget import Goal
 from zoo.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
-from zoo.formats.ptq.onnx_static import DEFAULT_TARGET_CPU, TARGET_CPUS
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -52,9 +51,7 @@ FORMAT = Format(
         PRECISION,
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
         *INT8_OPTIONS,
-        Option("target_cpu", "the CPUs an int8 model is for: any (7-bit weights, or uint8 weights where those keep "
-               "more of float's decisions: the same results on every x86 CPU and ARM) or vnni (8-bit weights: only x86 CPUs with VNNI and ARM compute them without saturating)",
-               default=DEFAULT_TARGET_CPU, choices=tuple(TARGET_CPUS)),
+        TARGET_CPU,
     ),
 )
 
@@ -119,13 +116,9 @@ def convert(conversion) -> Converted:
 
 def _cpu_note(path, target_cpu: str) -> str:
     """Whether every x86 CPU computes this int8 model as the verifying one does (`x86_int8.saturation_risks`)."""
-    from zoo.formats.ptq.x86_int8 import saturation_risks
+    from zoo.formats.ptq.x86_int8 import cpu_note, saturation_risks
 
-    risks = saturation_risks(path)
-    if not risks:
-        return f"target CPU {target_cpu}: no uint8 x int8 pair can saturate: the same int8 results on every x86 CPU"
-    return (f"target CPU {target_cpu}: {len(risks)} layer(s) can saturate on x86 CPUs without VNNI (AVX2, AVX-512 "
-            f"before Cascade Lake), where results differ from a VNNI machine's; target_cpu='any' avoids it")
+    return cpu_note(target_cpu, len(saturation_risks(path)))
 
 
 # ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers the budget may keep

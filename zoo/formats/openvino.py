@@ -5,7 +5,8 @@
   decompressed to float32 on the CPU;
 - int8: NNCF post-training quantization (`nncf.quantize`, int8 weights per channel, int8 activations per
   tensor, with the preset and model type OpenVINO recommends for the graph: `zoo.formats.ptq.nncf_presets`)
-  calibrated on the calibration data. With
+  calibrated on the calibration data; 7-bit weights unless `target_cpu="vnni"` (NNCF's overflow fix in
+  every layer), so that x86 CPUs without VNNI compute what the verifying machine did. With
   `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
   (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
   validation accuracy (or the agreement with the float IR's decisions) is within bound.
@@ -24,8 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, ArtifactError,
-                              Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU,
+                              ArtifactError, Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file,
+                              tensor_info)
+from zoo.formats.ptq.nncf_presets import constant
+from zoo.formats.ptq.x86_int8 import cpu_note
 from zoo.formats.unsafe import CUSTOM_OPENVINO_OP, OPENVINO_STANDARD_VERSION, Finding
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
@@ -46,7 +50,7 @@ FORMAT = Format(
     suffixes=(".xml",),
     variant_option="precision",
     precisions=PRECISIONS,
-    options=(PRECISION, *INT8_OPTIONS),
+    options=(PRECISION, *INT8_OPTIONS, TARGET_CPU),
     requires=("openvino", "nncf"),
     extra="openvino",
 )
@@ -109,9 +113,52 @@ def convert(conversion) -> Converted:
         else:
             model, details = _quantize(conversion, model, ov)
             notes.append(details.pop("note"))
+        notes.append(cpu_note(conversion.target.options["target_cpu"], len(wide_weights(model))))
     with atomic_output(conversion.target.path) as tmp:
         ov.save_model(model, os.path.join(tmp, IR_NAME), compress_to_fp16=precision == "float16")
     return Converted(conversion.target.path, notes=notes, details=details)
+
+
+def wide_weights(model) -> list[str]:
+    """The layers of an int8 OpenVINO IR whose weights can saturate OpenVINO's CPU kernels on x86 CPUs without
+    VNNI (`zoo.formats.ptq.x86_int8`): a Convolution, MatMul or grouped convolution reducing over channels whose
+    int8 weights go beyond 7 bits (`SAFE_WEIGHT`), or that a FakeQuantize of more than 129 levels quantizes at run
+    time (a quantization-aware model's). Depthwise convolutions reduce over no channel pairs (NNCF's overflow fix
+    leaves them 8-bit too). Empty where every x86 CPU computes the same."""
+    from zoo.formats.ptq.x86_int8 import SAFE_WEIGHT
+
+    wide = []
+    for op in model.get_ops():
+        kind = op.get_type_name()
+        if kind not in ("Convolution", "GroupConvolution", "MatMul") or op.get_input_size() < 2:
+            continue
+        if kind == "GroupConvolution" and op.get_input_partial_shape(1).is_static and \
+                op.get_input_partial_shape(1).to_shape()[2] == 1:  # [groups, out, in per group, ...]: depthwise
+            continue
+        source = _weight_source(op.input_value(1).get_node())
+        if source is None:
+            continue
+        if source.get_type_name() == "FakeQuantize":
+            if source.get_levels() > 2 * SAFE_WEIGHT + 1:
+                wide.append(op.get_friendly_name())
+        elif int(np.abs(source.get_data().astype(np.int16)).max()) > SAFE_WEIGHT:
+            wide.append(op.get_friendly_name())
+    return wide
+
+
+def _weight_source(node, depth: int = 5):
+    """The int8 Constant (or the FakeQuantize of a constant) behind a layer's weight input, through the
+    dequantization NNCF writes (Convert, Subtract, Multiply) and layout ops; None for a float weight."""
+    import openvino as ov
+
+    kind = node.get_type_name()
+    if kind == "Constant":
+        return node if node.get_element_type() == ov.Type.i8 else None
+    if kind == "FakeQuantize":
+        return node if constant(node.input_value(0).get_node()) else None
+    if depth and kind in ("Convert", "Subtract", "Multiply", "Reshape", "Transpose", "Unsqueeze"):
+        return _weight_source(node.input_value(0).get_node(), depth - 1)
+    return None
 
 
 def _dataset(x):
@@ -138,12 +185,13 @@ def _quantize(conversion, model, ov):
     options = conversion.target.options
     n = options.get("calibration_samples") or 200
     named = {k: np.asarray(v[:n]) for k, v in conversion.inputs(CALIBRATION).items()}
-    settings = recommended(model)
+    settings = recommended(model, options["target_cpu"])
     if not any(options.get(g) is not None for g in INT8_GUARDS):
         data = named if len(named) > 1 else next(iter(named.values()))
         count = len(next(iter(named.values())))
         quantized = nncf.quantize(model, _dataset(data), subset_size=count, **settings.kwargs())
-        return quantized, {"note": f"NNCF post-training int8 ({settings.reason}), calibrated on {count} examples"}
+        return quantized, {"note": f"NNCF post-training int8 ({settings.describe()}), calibrated on {count} examples, "
+                                   f"target CPU {options['target_cpu']}"}
     from zoo.formats.ptq.budget import Goal, validation, wilson_interval
     from zoo.formats.ptq.budget import summary as budget_summary
 
@@ -174,7 +222,7 @@ def _quantize(conversion, model, ov):
     full = nncf.quantize(model, _dataset(rep), subset_size=len(rep), **settings.kwargs())
     quantized = nncf.quantize_with_accuracy_control(
         model, _dataset(rep), _dataset(x[:1]), guarded, max_drop=allowed, drop_type=nncf.DropType.ABSOLUTE,
-        subset_size=len(rep), **settings.kwargs(),
+        subset_size=len(rep), **settings.kwargs(accuracy_control=True),
     )
     metrics = {name: metric(compile_(m), None) for name, m in (("float32", model), ("int8", full),
                                                                ("chosen", quantized))}

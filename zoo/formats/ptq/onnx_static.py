@@ -5,7 +5,7 @@
   representative inputs (min/max), weights int8 symmetric per channel, activations uint8
   asymmetric per tensor (onnxruntime's x86 kernels are u8s8: its `quantize_static` docstring,
   "Choosing parameters for CPU inference"). The weights' range is the `Int8Scheme` of the CPUs
-  the model is for (`TARGET_CPUS`): 7 bits by default, so that the u8s8 pairs of x86 CPUs
+  the model is for (`SCHEMES`): 7 bits by default, so that the u8s8 pairs of x86 CPUs
   without VNNI cannot saturate and every x86 CPU computes the same (`zoo.formats.ptq.x86_int8`);
   8 bits for VNNI (and ARM) only. Where 7-bit weights lose decisions (fewer than 99% of the
   test inputs' argmax kept), `quantize_int8_kept` also tries uint8 weights (onnxruntime's
@@ -27,6 +27,8 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+from zoo.formats.ptq.x86_int8 import DEFAULT_TARGET_CPU
 
 # One example per calibration run. MinMax ranges are the same whatever the batch, but onnxruntime's
 # calibration session (every tensor reduced to extra outputs, graph optimizations off) grows by about
@@ -63,16 +65,15 @@ class Int8Scheme:
                 "calibrate_method": methods[self.calibration], "extra_options": extra}
 
 
-# The x86 CPUs an int8 model is made for (`target_cpu`). "any" is the default: as fast as 8-bit weights (the same
-# u8s8 kernels) and exact on every CPU; uint8 weights (the U8U8 kernels, Optimum's AVX2 setting) are exact too but
-# slower, widening to 16 bits where u8s8 uses VNNI. Both kernel paths per model: benchmarks/results/int8_cpus.md.
-TARGET_CPUS = {
+# The scheme for each target CPU (`x86_int8.TARGET_CPUS`). "any": as fast as 8-bit weights (the same u8s8 kernels)
+# and exact on every CPU; uint8 weights (the U8U8 kernels, Optimum's AVX2 setting) are exact too but slower, widening
+# to 16 bits where u8s8 uses VNNI. Both kernel paths per model: benchmarks/results/int8_cpus.md.
+SCHEMES = {
     "any": Int8Scheme("any", "7-bit weights: the same int8 results on every x86 CPU (AVX2, AVX-512, VNNI) and ARM",
                       reduce_range=True),
     "vnni": Int8Scheme("vnni", "8-bit weights: for x86 CPUs with VNNI (AVX-512 VNNI, AVX-VNNI, AMX) and ARM; "
                        "saturates on AVX2 and AVX-512 without VNNI"),
 }
-DEFAULT_TARGET_CPU = "any"
 # uint8 weights: onnxruntime's U8U8 kernels, exact on every x86 CPU (no pair to saturate) with 8-bit weights, but
 # slower than u8s8 (they widen to 16 bits, and skip VNNI). Measured against 7-bit weights and TFLite's int8 on the
 # compatibility matrix's models: results/compat/int8_schemes.md.
@@ -151,11 +152,11 @@ def quantize_int8(prepared_path, out_path, calibration_x, *, exclude=(), only=No
 
     `calibration_cache`: a JSON path where onnxruntime keeps the calibrated ranges, so a search
     that quantizes the same model many times calibrates once. `scheme`: an `Int8Scheme` or the
-    name of a target CPU (`TARGET_CPUS`).
+    name of a target CPU (`SCHEMES`).
     """
     from onnxruntime.quantization import QuantFormat, quantize_static
 
-    scheme = TARGET_CPUS[scheme] if isinstance(scheme, str) else scheme
+    scheme = SCHEMES[scheme] if isinstance(scheme, str) else scheme
     args = scheme.quantize_static_args()
     if overrides:
         args["extra_options"] = {**args["extra_options"], "TensorQuantOverrides": overrides}
@@ -194,7 +195,7 @@ def quantize_int8_kept(prepared_path, out_path, calibration_x, work_dir, target_
     the outputs' mean abs difference did not tell them apart). Returns (path, a note saying which and why)."""
     import shutil
 
-    scheme = TARGET_CPUS[target_cpu]
+    scheme = SCHEMES[target_cpu]
     quantize_int8(prepared_path, out_path, calibration_x, scheme=scheme)
     name = scheme.description.split(":")[0]
     fallback = FALLBACKS.get(target_cpu)

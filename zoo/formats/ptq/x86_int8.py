@@ -31,6 +31,17 @@ UINT8_MAX = 255
 # The largest int8 weight magnitude whose pairs cannot leave int16 whatever the uint8 activations are.
 SAFE_WEIGHT = INT16_MAX // (2 * UINT8_MAX)  # 64
 
+# The x86 CPUs an int8 model is made for: the `target_cpu` option of the formats whose x86 runtimes have both kernel
+# paths (onnxruntime's MLAS, OpenVINO's oneDNN), each of which says what it does for a target (`onnx_static.SCHEMES`,
+# `nncf_presets.OVERFLOW_FIX`). "any" is the default: weights that no uint8 x int8 pair can saturate with.
+TARGET_CPUS = {
+    "any": "every x86 CPU (AVX2, AVX-512, VNNI) and ARM: weights no uint8 x int8 pair saturates with, the same "
+           "int8 results everywhere",
+    "vnni": "x86 CPUs with VNNI (AVX-512 VNNI, AVX-VNNI, AMX) and ARM: 8-bit weights, which saturate on AVX2 and "
+            "AVX-512 without VNNI",
+}
+DEFAULT_TARGET_CPU = "any"
+
 # CPUID features that decide onnxruntime's int8 kernels, as numpy's dispatcher names them -> ours.
 _NUMPY_FEATURES = {"AVX2": "avx2", "AVX512F": "avx512f", "AVX512BW": "avx512bw", "AVX512VNNI": "avx512_vnni"}
 # Features numpy does not probe, read from /proc/cpuinfo where it describes the same CPU.
@@ -184,6 +195,15 @@ def saturation_risks(model) -> list[SaturationRisk]:
             risks.append(SaturationRisk(node.name, node.op_type, int(bad.sum()), int(bad.size),
                                         int(max(high.max(), -low.min()))))
     return risks
+
+
+def cpu_note(target_cpu: str, risky_layers: int) -> str:
+    """The export's note on whether every x86 CPU computes an int8 model as the verifying one did."""
+    if not risky_layers:
+        return f"target CPU {target_cpu}: no uint8 x int8 pair can saturate: the same int8 results on every x86 CPU"
+    return (f"target CPU {target_cpu}: {risky_layers} layer(s) can saturate on x86 CPUs without VNNI (AVX2, AVX-512 "
+            f"before Cascade Lake), where results differ from a VNNI machine's"
+            + ("" if target_cpu == DEFAULT_TARGET_CPU else f"; target_cpu='{DEFAULT_TARGET_CPU}' avoids it"))
 
 
 def _uint8_activation(name: str, producers: dict, initializers: dict) -> bool:
