@@ -344,6 +344,7 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
         row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
         row["seconds"] = round(time.perf_counter() - t0, 1)
         return row
+    cpu, first_decisions = None, None  # for int8 cells: measured once, on the first of them
     for r in (r for report in reports for r in report.results):
         v = r.verification
         cell = {"status": r.status, "size_bytes": r.size_bytes, "route": r.route, "notes": r.notes or None,
@@ -355,8 +356,11 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
         if v is not None and v.argmax_agreement is not None:
             cell["eval_samples"] = INT8_EVAL_SAMPLES if "int8" in r.label and candidate.classifier else EVAL_SAMPLES
             if cell["eval_samples"] > EVAL_SAMPLES:
-                cell["first_100"] = _agreement_on_first(r.path, model, test_data[0])
-                cell["cpu"] = machine()["cpu"]  # int8 kernels differ between CPUs (zoo.formats.ptq.x86_int8)
+                if first_decisions is None:
+                    first_decisions = np.argmax(model.predict(test_data[0], verbose=0), -1)
+                    cpu = machine()["cpu"]  # int8 kernels differ between CPUs (zoo.formats.ptq.x86_int8)
+                cell["first_100"] = _agreement_on_first(r.path, first_decisions, test_data[0])
+                cell["cpu"] = cpu
         if r.label == "onnx[int8]" and vnni_reference and candidate.classifier and vnni.verification is not None:
             cell["target_cpu_vnni"] = {"status": vnni.status, "argmax_agreement": vnni.verification.argmax_agreement,
                                        "accuracy": vnni.verification.accuracy, "size_bytes": vnni.size_bytes}
@@ -374,15 +378,16 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
     return json.loads(json.dumps(row).replace(str(out_dir), "<out>"))
 
 
-def _agreement_on_first(path, model, x) -> float | None:
-    """The artifact's argmax agreement with Keras on `x` (the float32 cells' images), run as `zoo predict` runs it."""
+def _agreement_on_first(path, decisions, x) -> float | None:
+    """The artifact's argmax agreement with Keras's `decisions` on `x` (the float32 cells' images), run as
+    `zoo predict` runs it."""
     import zoo.artifacts
 
     try:
         out = zoo.artifacts.load(path).predict(x)
     except Exception:  # noqa: BLE001 - the cell's own verification stands
         return None
-    return float(np.mean(np.argmax(out, -1) == np.argmax(model.predict(x, verbose=0), -1)))
+    return float(np.mean(np.argmax(out, -1) == decisions))
 
 
 def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation, description: str,

@@ -118,15 +118,11 @@ def int8_exports(tmp_path_factory):
                for target in ("any", "vnni")}
 
 
-def _result(report, label):
-    return next(r for r in report.results if r.label == label)
-
-
 def test_default_int8_cannot_saturate_and_the_vnni_target_can(int8_exports):
     import onnx
 
     _, reports = int8_exports
-    default, vnni = _result(reports["any"], "onnx[int8]"), _result(reports["vnni"], "onnx[int8]")
+    default, vnni = reports["any"].result("onnx", "int8"), reports["vnni"].result("onnx", "int8")
     assert x86_int8.saturation_risks(default.path) == []
     assert any("every x86 CPU" in n for n in default.notes), default.notes
     risks = x86_int8.saturation_risks(vnni.path)
@@ -162,7 +158,7 @@ def test_default_int8_decides_alike_on_an_emulated_haswell_and_here(int8_exports
     """The default int8 model computes the same int32 sums on both kernel paths (its float requantization may
     round in other orders); the 8-bit model of the vnni target does not on these inputs."""
     x, reports = int8_exports
-    paths = {target: _result(r, "onnx[int8]").path for target, r in reports.items()}
+    paths = {target: r.result("onnx", "int8").path for target, r in reports.items()}
     np.save(tmp_path / "x.npy", x)
     runs = {}
     for where, prefix in (("here", [sys.executable]), ("emulated", EMULATOR)):
@@ -193,7 +189,7 @@ def test_openvino_default_int8_has_7_bit_weights_and_passes_on_this_cpu(int8_exp
     from zoo.formats.openvino import IR_NAME, wide_weights
 
     _, reports = int8_exports
-    default, vnni = _result(reports["any"], "openvino[int8]"), _result(reports["vnni"], "openvino[int8]")
+    default, vnni = reports["any"].result("openvino", "int8"), reports["vnni"].result("openvino", "int8")
     read = lambda r: ov.Core().read_model(str(Path(r.path) / IR_NAME))  # noqa: E731
     assert wide_weights(read(default)) == [] and wide_weights(read(vnni)), (default.notes, vnni.notes)
     assert any("every x86 CPU" in n for n in default.notes) and any("can saturate" in n for n in vnni.notes)

@@ -58,8 +58,7 @@ class NNCFSettings:
         return out
 
     def describe(self) -> str:
-        bits = "7-bit weights in every layer" if self.overflow_fix == "enable" else (
-            "8-bit weights" if self.overflow_fix == "disable" else "7-bit weights in the first layer")
+        bits = {"enable": "7-bit weights in every layer", "disable": "8-bit weights"}[self.overflow_fix]
         return f"{self.reason}, overflow fix {self.overflow_fix} ({bits})"
 
 
