@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import variant_representatives
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND_NEUTRAL = ["tests/backends", "tests/training/test_features.py", "tests/training/test_transfer.py"]
@@ -28,7 +27,7 @@ def tensorflow_references(tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("tensorflow-references")
     names = zoo.list_models()
-    references.write(directory, names if SLOW else variant_representatives(names))
+    references.write(directory, names if SLOW else references.default_names(names))
     return directory
 
 

@@ -188,9 +188,11 @@ def test_overfits_one_fixed_batch(name):
     x = np.random.default_rng(0).random((8, *OVERFIT[name]), dtype=np.float32)
     y = np.arange(8) % 10
     model.compile(keras.optimizers.Adam(3e-3), "sparse_categorical_crossentropy", jit_compile=False)
-    losses = [float(model.train_on_batch(x, y)) for _ in range(30)]
+    losses = [float(model.train_on_batch(x, y))]
+    while len(losses) < 30 and losses[-1] > 0.5 * losses[0]:  # at most 30 steps to halve the loss
+        losses.append(float(model.train_on_batch(x, y)))
     assert np.isfinite(losses).all()
-    assert losses[-1] <= 0.5 * losses[0], f"{name}: loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+    assert losses[-1] <= 0.5 * losses[0], f"{name}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps"
 
 
 @pytest.mark.parametrize("weight_norm", [True, False])

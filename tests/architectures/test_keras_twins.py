@@ -83,7 +83,8 @@ def test_loads_the_keras_applications_h5_and_computes_the_same(name, include_top
     reference = randomize_weights(make_reference())
     path = write_keras_applications_h5(reference, tmp_path / f"{name}.h5")
     x = np.random.default_rng(1).uniform(0, 255, (2, *shape)).astype("float32")
-    assert keras_reloads_identically(make_reference, reference, path, x)
+    if include_top:  # the file's layout, confirmed by Keras's own loader once per family (one more build)
+        assert keras_reloads_identically(make_reference, reference, path, x)
 
     head = dict(num_classes=7, classifier_activation=None) if include_top else {}
     model = zoo.build(name, input_shape=shape, include_top=include_top, weights=path, **head)

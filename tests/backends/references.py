@@ -16,6 +16,26 @@ import numpy as np
 
 QAT = "qat_convnet_bn"  # the quantization-aware reference's name
 
+# Families whose first member's layer classes all run in other families' default checks on JAX and PyTorch, and
+# that cost most on JAX (each 14-52 s of loading, compiling and stepping on 2 AVX2 cores, 145 s together): their
+# checks there run with `-m slow`, as their size variants do (their references are written then only); on
+# TensorFlow they run by default. Classes (`type(layer)` over `_flatten_layers`): DepthwiseConv2D, Multiply
+# (squeeze-excite), ReLU and Rescaling run in mobilenet_v3_small, Normalization in convnext_tiny, Reshape in
+# mixer_s32, ZeroPadding2D and the rest of theirs in mobilenet_v3_small, densenet121, resnet20 and convnet_bn.
+COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18"}
+# Families whose fit step alone goes to `-m slow` there: DenseNet-121's (a third of the JAX run's architecture
+# checks: one XLA compilation of 121 layers' forward and backward); its outputs still meet TensorFlow's by
+# default, the only check of AveragePooling2D and Concatenate there, whose gradients are JAX's and PyTorch's
+# own autodiff of Keras ops that the other families' steps run.
+FIT_STEP_ELSEWHERE = {"densenet121"}
+
+
+def default_names(names) -> list:
+    """Of the first members of the families (`variant_representatives`), those checked by default."""
+    from tests.conftest import variant_representatives
+
+    return [n for n in variant_representatives(names) if n not in COVERED_ELSEWHERE]
+
 
 def write(directory: Path, names) -> None:
     """Writes `<name>.keras` and `<name>.npz` (x, y) for each of `names` and the QAT model."""

@@ -75,17 +75,9 @@ def _forward(model):
     return run
 
 
-# Families whose first member's layer classes all run in other families' default checks here, and that cost most
-# on JAX (each 14-52 s of loading, compiling and stepping on 2 AVX2 cores, 145 s together): their checks on the
-# other backends run with `-m slow`, as their size variants do; on TensorFlow they run by default. Classes
-# (`type(layer)` over `_flatten_layers`): DepthwiseConv2D, Multiply (squeeze-excite), ReLU and Rescaling run in
-# mobilenet_v3_small, Normalization in convnext_tiny, Reshape in mixer_s32, ZeroPadding2D and the rest of theirs in
-# mobilenet_v3_small, densenet121, resnet20 and convnet_bn.
-COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18"}
-
-
-def _params():
-    return [pytest.param(*p.values, marks=(*p.marks, *([pytest.mark.slow] if p.values[0] in COVERED_ELSEWHERE else [])))
+def _params(slow=references.COVERED_ELSEWHERE):
+    """Every architecture; size variants and the families in `slow` (`references`) marked slow."""
+    return [pytest.param(*p.values, marks=(*p.marks, *([pytest.mark.slow] if p.values[0] in slow else [])))
             for p in params_marking_variants_slow(zoo.list_models())]
 
 
@@ -114,7 +106,7 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     np.testing.assert_array_equal(forward(loaded, x), out)
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", _params(references.COVERED_ELSEWHERE | references.FIT_STEP_ELSEWHERE))
 def test_one_fit_step_through_zoos_train_step_moves_the_weights(name):
     model, _, expected = _reference(name)
     spec = registry.get_spec(name)

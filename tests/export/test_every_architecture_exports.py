@@ -16,7 +16,6 @@ import pytest
 import zoo
 from tests.conftest import params_marking_variants_slow
 from zoo.export import matrix
-from zoo.export.isolation import ConversionProcess
 
 # Where a format genuinely cannot take an architecture: (name pattern, format) -> the upstream error
 # it fails with, so that a fix upstream (or a new failure) shows up here.
@@ -50,10 +49,9 @@ def _params():
 
 
 @pytest.fixture(scope="module")
-def process(tmp_path_factory):
-    p = ConversionProcess(log_path=tmp_path_factory.mktemp("matrix") / "conversion.log")
-    yield p
-    p.close()
+def process(_one_conversion_process):
+    """The session's conversion process (tests/conftest.py), not one more TensorFlow start for this file."""
+    return _one_conversion_process
 
 
 @pytest.mark.skipif(os.environ.get("ZOO_SKIP_EXPORT_MATRIX") == "1", reason="ZOO_SKIP_EXPORT_MATRIX=1")
