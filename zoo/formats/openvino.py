@@ -4,7 +4,8 @@
 - float16: the same IR with its weights stored in float16 (`save_model(compress_to_fp16=True)`),
   decompressed to float32 on the CPU;
 - int8: NNCF post-training quantization (`nncf.quantize`, int8 weights per channel, int8 activations per
-  tensor, with the preset and model type OpenVINO recommends for the graph: `zoo.formats.ptq.nncf_presets`)
+  tensor, with the preset and model type OpenVINO recommends for the graph and, except for transformers,
+  global min/max activation ranges and full bias correction: `zoo.formats.ptq.nncf_presets`)
   calibrated on the calibration data; 7-bit weights unless `target_cpu="vnni"` (NNCF's overflow fix in
   every layer), so that x86 CPUs without VNNI compute what the verifying machine did. With
   `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization

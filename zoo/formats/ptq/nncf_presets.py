@@ -5,8 +5,32 @@ before it): `preset=MIXED` (symmetric weights, asymmetric activations) for model
 activations (GELU, swish, ELU, PReLU, sigmoid gates), whose outputs are not centred on zero, where
 the default PERFORMANCE preset (symmetric activations) wastes half the int8 range; and
 `model_type=TRANSFORMER` for models with attention (NNCF then also picks MIXED). Everything else
-stays at NNCF's defaults, which are its recommendations (300 calibration samples at most, fast bias
-correction), except the overflow fix, which follows the CPUs the model is for (`OVERFLOW_FIX`).
+stays at NNCF's defaults (300 calibration samples at most), except the overflow fix, which follows the
+CPUs the model is for (`OVERFLOW_FIX`), and, for models that are not transformers, the two calibration
+settings of `CALIBRATION`, the tuning OpenVINO's guide offers for accuracy:
+
+- activation ranges from the global minimum and maximum over the calibration samples
+  (`RangeEstimatorParametersSet.MINMAX`, as TFLite's converter and onnxruntime's MinMax calibrator take
+  them) instead of NNCF's default for per-tensor activations, the mean over the samples of each one's
+  extremes (`MEAN_MINMAX`), which clips the activations of every sample that reaches further than the
+  average one;
+- `fast_bias_correction=False`: NNCF's `BiasCorrection`, which corrects each layer's bias for the shift
+  that quantizing it and the layers before it caused, instead of `FastBiasCorrection`, which measures
+  each layer alone ("a different bias correction method which is more accurate, in general, and takes
+  more time", `nncf.quantize`'s docstring).
+
+Both are the knobs OpenVINO's quantization guides give a user whose model loses accuracy with the
+defaults: POT's DefaultQuantization reference names the `range_estimator` among "the parameters that can
+be modified to get better accuracy results", its "Post-Training Quantization Best Practices" ("Tuning
+Hyperparameters of the Default Quantization") also `use_fast_bias: false`; NNCF took them over as
+`AdvancedQuantizationParameters.activations_range_estimator_params` and `nncf.quantize(fast_bias_correction=...)`
+("Basic Quantization Flow", "Tune quantization parameters"). Full bias correction costs calibration time
+(each layer's subgraph runs on the calibration samples), and NNCF 2.5's release notes warn that it "can
+hang on models with transformer architecture"; global extremes also suit the outlier channels of
+attention's activations badly: transformers keep NNCF's defaults (`NNCF_CALIBRATION`).
+
+What these choices did on the compatibility matrix's MobileNets: results/compat/int8_schemes_openvino.md
+(`benchmarks/int8_schemes.py --openvino`).
 
 OpenVINO's CPU plugin sums uint8 x int8 products in saturating int16 pairs on CPUs without VNNI, as
 onnxruntime does (`zoo.formats.ptq.x86_int8`; OpenVINO's "Saturation (overflow) issue workaround":
@@ -32,6 +56,12 @@ NON_RELU = ("Gelu", "Erf", "Swish", "HSwish", "Elu", "PRelu", "Mish", "SoftPlus"
 _PRODUCTS = ("MatMul", "Einsum")
 # target CPU (`x86_int8.TARGET_CPUS`) -> NNCF's `OverflowFix` (see the module docstring)
 OVERFLOW_FIX = {"any": "enable", "vnni": "disable"}
+# Calibration settings for models that are not transformers (see the module docstring): the activations' range
+# estimator (an `nncf.quantization.range_estimator.RangeEstimatorParametersSet` name; None: NNCF's default) and
+# `nncf.quantize`'s `fast_bias_correction`.
+CALIBRATION = {"activations_range": "MINMAX", "fast_bias_correction": False}
+# What NNCF does where zoo changes nothing: transformers' calibration.
+NNCF_CALIBRATION = {"activations_range": None, "fast_bias_correction": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,24 +72,34 @@ class NNCFSettings:
     transformer: bool
     reason: str
     overflow_fix: str = OVERFLOW_FIX[DEFAULT_TARGET_CPU]  # an `nncf.OverflowFix` value
+    activations_range: str | None = CALIBRATION["activations_range"]  # see `CALIBRATION`
+    fast_bias_correction: bool = CALIBRATION["fast_bias_correction"]
 
     def kwargs(self, accuracy_control: bool = False) -> dict:
         """For `nncf.quantize`, or `nncf.quantize_with_accuracy_control` (which names the advanced parameters
         otherwise)."""
         import nncf
         from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, OverflowFix
+        from nncf.quantization.range_estimator import RangeEstimatorParametersSet
 
         advanced = AdvancedQuantizationParameters(overflow_fix=OverflowFix(self.overflow_fix))
+        if self.activations_range:
+            advanced.activations_range_estimator_params = getattr(RangeEstimatorParametersSet, self.activations_range)
         out = {"advanced_quantization_parameters" if accuracy_control else "advanced_parameters": advanced}
         if self.preset == "mixed":
             out["preset"] = nncf.QuantizationPreset.MIXED
         if self.transformer:
             out["model_type"] = nncf.ModelType.TRANSFORMER
+        if not self.fast_bias_correction:
+            out["fast_bias_correction"] = False
         return out
 
     def describe(self) -> str:
-        bits = {"enable": "7-bit weights in every layer", "disable": "8-bit weights"}[self.overflow_fix]
-        return f"{self.reason}, overflow fix {self.overflow_fix} ({bits})"
+        bits = {"enable": "7-bit weights in every layer", "disable": "8-bit weights",
+                "first_layer_only": "7-bit weights in the first layer"}[self.overflow_fix]
+        calibration = [f"{(self.activations_range or 'mean_minmax').lower()} activation ranges",
+                       "fast bias correction" if self.fast_bias_correction else "full bias correction"]
+        return f"{self.reason}, overflow fix {self.overflow_fix} ({bits}), {', '.join(calibration)}"
 
 
 def recommended(model, target_cpu: str = DEFAULT_TARGET_CPU) -> NNCFSettings:
@@ -74,7 +114,8 @@ def _for_graph(model) -> NNCFSettings:
                     and not any(constant(op.input_value(i).get_node()) for i in range(op.get_input_size()))
                     for op in ops)
     if attention:
-        return NNCFSettings("mixed", True, "transformer model type (a product of two activations: attention)")
+        return NNCFSettings("mixed", True, "transformer model type (a product of two activations: attention)",
+                            **NNCF_CALIBRATION)
     if non_relu:
         return NNCFSettings("mixed", False, f"mixed preset (asymmetric activations) for {', '.join(non_relu)}")
     return NNCFSettings(None, False, "performance preset (ReLU activations)")
