@@ -1,4 +1,4 @@
-"""The `nncf.quantize` settings OpenVINO recommends for a model, read from its OpenVINO graph.
+"""The `nncf.quantize` settings for a model: the preset OpenVINO recommends for its graph, and the calibration.
 
 OpenVINO's post-training quantization guide ("Basic Quantization Flow", and POT's DefaultQuantization
 before it): `preset=MIXED` (symmetric weights, asymmetric activations) for models with non-ReLU
@@ -7,7 +7,7 @@ the default PERFORMANCE preset (symmetric activations) wastes half the int8 rang
 `model_type=TRANSFORMER` for models with attention (NNCF then also picks MIXED). Everything else
 stays at NNCF's defaults (300 calibration samples at most), except the overflow fix, which follows the
 CPUs the model is for (`OVERFLOW_FIX`), and, for models that are not transformers, the two calibration
-settings of `CALIBRATION`, the tuning OpenVINO's guide offers for accuracy:
+settings of `CALIBRATION`:
 
 - activation ranges from the global minimum and maximum over the calibration samples
   (`RangeEstimatorParametersSet.MINMAX`, as TFLite's converter and onnxruntime's MinMax calibrator take
@@ -19,15 +19,11 @@ settings of `CALIBRATION`, the tuning OpenVINO's guide offers for accuracy:
   each layer alone ("a different bias correction method which is more accurate, in general, and takes
   more time", `nncf.quantize`'s docstring).
 
-Both are the knobs OpenVINO's quantization guides give a user whose model loses accuracy with the
-defaults: POT's DefaultQuantization reference names the `range_estimator` among "the parameters that can
-be modified to get better accuracy results", its "Post-Training Quantization Best Practices" ("Tuning
-Hyperparameters of the Default Quantization") also `use_fast_bias: false`; NNCF took them over as
-`AdvancedQuantizationParameters.activations_range_estimator_params` and `nncf.quantize(fast_bias_correction=...)`
-("Basic Quantization Flow", "Tune quantization parameters"). Full bias correction costs calibration time
-(each layer's subgraph runs on the calibration samples), and NNCF 2.5's release notes warn that it "can
-hang on models with transformer architecture"; global extremes also suit the outlier channels of
-attention's activations badly: transformers keep NNCF's defaults (`NNCF_CALIBRATION`).
+Both are parameters `nncf.quantize` exposes for accuracy (`advanced_parameters.activations_range_estimator_params`,
+`fast_bias_correction`). Full bias correction costs calibration time (each layer's subgraph runs on the
+calibration samples), and NNCF 2.5's release notes warn that it "can hang on models with transformer
+architecture"; global extremes also suit the outlier channels of attention's activations badly: transformers
+keep NNCF's defaults (`NNCF_CALIBRATION`).
 
 What these choices did on the compatibility matrix's MobileNets: results/compat/int8_schemes_openvino.md
 (`benchmarks/int8_schemes.py --openvino`).
