@@ -23,25 +23,16 @@ def _graph(tmp_path, body):
     (lambda x: keras.layers.Dense(16, activation="gelu")(x), "mixed", False),
     (lambda x: keras.layers.MultiHeadAttention(2, 8)(x, x), "mixed", True),
 ])
-def test_preset_and_model_type_follow_the_activations(tmp_path, body, preset, transformer):
-    from zoo.formats.ptq.nncf_presets import recommended
-
-    settings = recommended(_graph(tmp_path, body))
-    assert (settings.preset, settings.transformer) == (preset, transformer), settings.reason
-
-
-@pytest.mark.parametrize("body, transformer", [
-    (lambda x: keras.layers.Dense(16, activation="relu")(x), False),
-    (lambda x: keras.layers.MultiHeadAttention(2, 8)(x, x), True),
-])
-def test_calibration_takes_global_ranges_and_full_bias_correction_except_in_transformers(tmp_path, body, transformer):
-    """Global min/max activation ranges and NNCF's full BiasCorrection (`nncf_presets.CALIBRATION`), for both
-    nncf.quantize and quantize_with_accuracy_control; transformers keep NNCF's own calibration."""
+def test_preset_model_type_and_calibration_follow_the_graph(tmp_path, body, preset, transformer):
+    """The preset and model type follow the activations; global min/max activation ranges and NNCF's full
+    BiasCorrection (`nncf_presets.CALIBRATION`) reach both nncf.quantize and quantize_with_accuracy_control,
+    except for transformers, which keep NNCF's own calibration."""
     from nncf.quantization.range_estimator import RangeEstimatorParametersSet
 
     from zoo.formats.ptq.nncf_presets import recommended
 
     settings = recommended(_graph(tmp_path, body))
+    assert (settings.preset, settings.transformer) == (preset, transformer), settings.reason
     for accuracy_control, key in ((False, "advanced_parameters"), (True, "advanced_quantization_parameters")):
         kwargs = settings.kwargs(accuracy_control)
         ranges = kwargs[key].activations_range_estimator_params
