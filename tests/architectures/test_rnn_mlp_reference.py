@@ -175,11 +175,11 @@ def test_overfits_one_fixed_batch(case):
         x, y = x[:, :-1], y[:, 1:]
     model = zoo.build(case.split("/")[0], **overrides)
     model.compile(keras.optimizers.Adam(LEARNING_RATES.get(case, 1e-2)), loss, jit_compile=False)
-    first = []
+    seen = []
 
     def stop_once_halved(epoch, logs):  # at most 30 epochs (one step each) to halve the loss
-        first.append(logs["loss"])
-        model.stop_training = logs["loss"] <= 0.5 * first[0]
+        seen.append(logs["loss"])
+        model.stop_training = logs["loss"] <= 0.5 * seen[0]
 
     losses = model.fit(x, y, batch_size=len(x), epochs=30, shuffle=False, verbose=0,
                        callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=stop_once_halved)]).history["loss"]

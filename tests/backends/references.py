@@ -24,10 +24,9 @@ QAT = "qat_convnet_bn"  # the quantization-aware reference's name
 # mixer_s32, ZeroPadding2D and the rest of theirs in mobilenet_v3_small, densenet121, resnet20 and convnet_bn.
 COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18"}
 # Families whose fit step alone goes to `-m slow` there: DenseNet-121's (a third of the JAX run's architecture
-# checks: one XLA compilation of 121 layers' forward and backward); its outputs still meet TensorFlow's by
-# default, the only check of AveragePooling2D and Concatenate there, whose gradients are JAX's and PyTorch's
-# own autodiff of Keras ops that the other families' steps run.
-FIT_STEP_ELSEWHERE = {"densenet121"}
+# checks: one XLA compilation of 121 layers' forward and backward). Its outputs still meet TensorFlow's by default;
+# its AveragePooling2D and Concatenate, which no other family has, go through a backward pass there with `-m slow`.
+FIT_STEP_SLOW = {"densenet121"}
 
 
 def default_names(names) -> list:
