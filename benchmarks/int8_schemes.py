@@ -129,17 +129,12 @@ def emulated_predictions(paths: dict, x: np.ndarray, work: Path) -> dict:
 
 
 def measure(name: str, n_eval: int, emulate: bool, only=None) -> dict:
-    import keras
-
-    from benchmarks.compat import SEEDS, by_name, prepared_images, train_decisive
+    from benchmarks.compat import SEEDS, prepared_images
     from zoo.export import ExportData, export
     from zoo.formats.ptq import onnx_static
     from zoo.formats.ptq.x86_int8 import describe_cpu, saturation_risks
 
-    candidate = by_name([name])[0]
-    keras.utils.set_random_seed(0)
-    size = candidate.build().inputs[0].shape[1]
-    model, facts = train_decisive(candidate, size)
+    candidate, size, model, facts = trained(name)
     x, y = prepared_images(candidate, n_eval, size, EVAL_SEED)
     calib = {n: prepared_images(candidate, n, size, SEEDS["calibration"])[0] for n in (100, 500)}
     reference = model.predict(x, verbose=0)
