@@ -32,6 +32,7 @@ SUITES = {
     "tables": "benchmarks.tables",
     "int8-cpus": "benchmarks.int8_cpus",
     "int8-schemes": "benchmarks.int8_schemes",
+    "startup": "benchmarks.startup",
 }
 
 

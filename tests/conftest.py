@@ -1,7 +1,8 @@
 """Test set-up: quiet TF logs, and 2 logical CPU devices for real 2-replica MirroredStrategy tests.
 
-The CPU must be split before TensorFlow initializes its devices, so this
-runs at conftest import, before any test module is collected. The suite runs
+The CPU must be split before TensorFlow initializes its devices, so this runs at `pytest_configure`,
+before any test module is collected, in every process that runs tests (not in pytest-xdist's controller,
+which only deals them out: it would import TensorFlow for nothing while the workers start). The suite runs
 on TensorFlow; `tests/test_backends.py` runs the backend-neutral files again
 under `KERAS_BACKEND=jax` and `torch`, where none of the TensorFlow set-up applies.
 """
@@ -11,13 +12,15 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ON_TENSORFLOW = os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow"
 
-if ON_TENSORFLOW:
-    from zoo.training import distribute
-
-    CPU_DEVICES = distribute.split_cpu(2)
-
-
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    xdist_controller = "PYTEST_XDIST_WORKER" not in os.environ and (getattr(config.option, "numprocesses", 0) or 0)
+    if ON_TENSORFLOW and not xdist_controller:
+        from zoo.training import distribute
+
+        distribute.split_cpu(2)
 
 
 @pytest.fixture(autouse=True, scope="session")

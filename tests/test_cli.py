@@ -44,7 +44,10 @@ def test_drop_records_keeps_everything_but_log_records_below_the_level():
 
 
 def test_tensorflow_start_up_lines_are_off_by_default_and_shown_with_verbose(tmp_path):
-    """A real command that imports TensorFlow (predict with a .keras model), with and without --verbose."""
+    """A real command that imports TensorFlow (predict with a .keras model), with and without --verbose; the
+    verbose one then lists which of the packages `zoo.lean_imports` holds back it has imported: none, though
+    they are installed here (scripts/setup.sh --dev installs them all)."""
+    import importlib.util
     import os
 
     import keras
@@ -59,12 +62,23 @@ def test_tensorflow_start_up_lines_are_off_by_default_and_shown_with_verbose(tmp
     Image.fromarray(np.zeros((28, 28), np.uint8)).save(tmp_path / "digit.png")
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the user set none
     env["PYTHONPATH"] = str(ROOT)
-    runs = {flags: subprocess.Popen([sys.executable, "-m", "zoo", *flags, "predict", "lenet5.keras", "digit.png"],
+    listing = ("import sys; from zoo.cli import main; code = main(sys.argv[1:]); from zoo.lean_imports import "
+               "HELD_BACK; print('imported:', *sorted(set(HELD_BACK) & set(sys.modules))); sys.exit(code)")
+    python = {(): [sys.executable, "-m", "zoo"], ("--verbose",): [sys.executable, "-c", listing]}
+    runs = {flags: subprocess.Popen([*python[flags], *flags, "predict", "lenet5.keras", "digit.png"],
                                     cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for flags in ((), ("--verbose",))}  # side by side: each mostly imports TensorFlow
-    (out, err), (_, verbose_err) = (p.communicate(timeout=600) for p in runs.values())
+            for flags in python}  # side by side: each mostly imports TensorFlow
+    (out, err), (verbose_out, verbose_err) = (p.communicate(timeout=600) for p in runs.values())
     assert [p.returncode for p in runs.values()] == [0, 0], err[-2000:] + verbose_err[-2000:]
     assert "digit.png" in out
     tf_lines = [line for line in err.splitlines() if RECORD.match(line) or line == PRE_INIT or "cuda" in line.lower()]
     assert tf_lines == []
     assert PRE_INIT in verbose_err or any(RECORD.match(line) for line in verbose_err.splitlines())
+    from zoo.lean_imports import HELD_BACK
+
+    assert "digit.png" in verbose_out
+    imported = set(verbose_out.split("imported:")[1].split())
+    installed = {name for name in HELD_BACK if importlib.util.find_spec(name) is not None}
+    if os.environ.get("ZOO_REQUIRE_DATA") == "1":  # scripts/test.sh (CI): setup.sh --dev installs every one
+        assert installed == set(HELD_BACK)
+    assert not installed & imported, sorted(installed & imported)

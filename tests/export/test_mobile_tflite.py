@@ -64,10 +64,11 @@ def digits(real_mnist_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported(digits):
-    """(report, {precision: TFLite file}): the grayscale model through `zoo.export.export(..., mobile=True)`
-    (RGB front; float32, float16, and full int8 with uint8 I/O), and its RGB twin's full int8 with float I/O
-    ("int8"). Both exports carry zoo's and the standard metadata, and run MediaPipe where it is installed
-    (the report's mobile client column)."""
+    """(report, {precision: TFLite file}, selective report): the grayscale model through
+    `zoo.export.export(..., mobile=True)` (RGB front; float32, float16, and full int8 with uint8 I/O), again
+    with `min_agreement` (a selective int8, float I/O: "selective"), and its RGB twin's full int8 with float
+    I/O ("int8"). Every export carries zoo's and the standard metadata, and the mobile ones run MediaPipe
+    where it is installed (the report's mobile client column)."""
     model, rgb, _, _, out, x = digits
     gray_x = x[..., :1]
     report = zoo.export.export(model, out / "export", ["tflite"], precision=("float32", "float16", "int8"),
@@ -79,7 +80,13 @@ def exported(digits):
                               data=ExportData(test=x, calibration=x), class_names=NAMES)
     assert plain.ok, plain.table()
     paths["int8"] = plain.results[0].path
-    return report, paths
+    # 200 validation images resolve 95% agreement (99% needs 381), which is all this asks of the guard.
+    selective = zoo.export.export(model, out / "selective", ["tflite"], precision=("int8",), mobile=True,
+                                  min_agreement=95, data=ExportData(test=gray_x, calibration=gray_x, validation=gray_x),
+                                  class_names=NAMES, latency_runs=0)
+    assert selective.ok, selective.table()
+    paths["selective"] = selective.results[0].path
+    return report, paths, selective
 
 
 @pytest.fixture(scope="module")
@@ -88,14 +95,17 @@ def mobile_files(exported):
 
 
 def test_mobile_export_is_named_noted_and_run_in_mediapipe(exported):
-    report, paths = exported
-    for r in report.results:
+    report, paths, selective = exported
+    for r in [*report.results, *selective.results]:
         assert r.path.endswith(f"digits_{r.variant}_mobile.tflite"), r.path
         assert "mobile: RGB input, its channels averaged to gray in the graph" in r.notes
     assert "mobile: uint8 input and output (pixels as stored)" in report.result("tflite", "int8").notes
+    (r,) = selective.results
+    assert any(n.startswith("mobile: float32 input and output") for n in r.notes), r.notes
+    assert r.details["min_agreement"] == 95 and r.details["final_agreement"] >= 0.95, r.details
     if mobile_clients.absent("mediapipe") is None:  # the report's column: the client on 20 test images
         assert report.rows()[0][-1] == "mobile client"
-        for r in report.results:
+        for r in [*report.results, *selective.results]:
             check = r.details["mobile_client"]
             assert check["accepted"] and check["names_from_file"] and check["images"] == 20, check
             assert check["top1_agree"] >= (19 if r.variant == "int8" else 20), check
@@ -165,6 +175,8 @@ def test_rewriting_zoo_metadata_keeps_the_packed_labels(mobile_files, tmp_path):
 def test_uint8_input_reads_stored_pixels(mobile_files):
     from ai_edge_litert.interpreter import Interpreter
 
+    (selective,) = Interpreter(model_path=mobile_files["selective"]).get_input_details()
+    assert selective["dtype"] == np.float32 and tuple(selective["shape"]) == (1, 28, 28, 3)  # what the clients take
     (details,) = Interpreter(model_path=mobile_files["uint8"]).get_input_details()
     assert details["dtype"] == np.uint8
     assert mobile.uint8_input_matches(details["quantization"], [0.0], [1.0]), details["quantization"]
@@ -183,7 +195,7 @@ def test_mediapipe_image_classifier_names_keras_top1(digits, mobile_files):
 @_needs("tflite_support")
 def test_the_task_library_image_classifier_names_keras_top1(digits, mobile_files):
     _, _, files, top1, _, _ = digits
-    for precision in ("float32", "uint8"):
+    for precision in ("float32", "uint8", "selective"):
         answer = mobile_clients.task_library_classify(mobile_files[precision], files)
         assert [result[0]["name"] for result in answer["results"]] == top1, precision
 

@@ -68,6 +68,20 @@ def test_what_the_cli_selects_python_callers_get_from_export_data(model):
         ExportData(max_test_samples=0)
 
 
+def test_zoo_export_data_takes_the_splits_given_for_your_own_data(model, monkeypatch):
+    """`--train-split`/`--val-split` with `--data`: splits of your data (the dataset defaults slice a registered
+    dataset's train split, which your data has no use for)."""
+    from zoo.cli import build_parser
+    from zoo.cli.export import export_data
+
+    taken = []
+    monkeypatch.setattr(ExportData, "from_path", classmethod(lambda cls, path, m, **kw: taken.append(kw)))
+    for extra in ([], ["--val-split", "train"], ["--train-split", "all"]):
+        export_data(build_parser().parse_args(["export", "m.keras", "--data", "folder", *extra]), model)
+    assert taken == [{"max_test_samples": None}, {"max_test_samples": None, "validation_split": "train"},
+                     {"max_test_samples": None, "calibration_split": "all"}]
+
+
 def test_trust_is_one_object_and_refuses_wildcards():
     assert Trust("ReadFile, PyFunc").allow_unsafe_ops == ("ReadFile", "PyFunc")
     assert Trust.of(None) == Trust() and Trust.of(["Lambda"]).allow_unsafe_ops == ("Lambda",)

@@ -161,7 +161,11 @@ def _litert_agreement(path, x, reference) -> float:
 
 
 def test_agreement_guard_needs_no_labels_and_its_tflite_agrees_in_the_runtime(tmp_path):
-    model = _sensitive_mlp()
+    """On the architecture nested in an outer model, as `zoo train --data` makes it (the input's preprocessing,
+    then the architecture): the guard searches the nested model's layers."""
+    inner = _sensitive_mlp()
+    image = keras.Input((28, 28, 1), name="image")
+    model = keras.Model(image, inner(keras.layers.Identity(name="preprocess")(image)), name="trained_on_data")
     x, y = _data(300, seed=3)
     validation_inputs = _data(300, seed=4)[0]  # no labels
     report = zoo.export.export(model, tmp_path, ["tflite"], precision="int8",

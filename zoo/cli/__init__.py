@@ -47,6 +47,10 @@ def main(argv=None) -> int:
     from zoo.cli import tf_logs
 
     tf_logs.configure(verbose=args.tf_logs)  # before anything imports TensorFlow
+    from zoo import lean_imports
+    from zoo.training import backends
+
+    lean_imports.hold_back(backends.requested)  # asked when Keras is imported, once the command chose its backend
     args.argv = list(sys.argv[1:] if argv is None else argv)  # `zoo train --workers N` relaunches it
     from zoo.errors import ZooError
 

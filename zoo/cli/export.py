@@ -39,9 +39,11 @@ def add(sub):
                    help="your own data the model was trained on (zoo train --data): its test split for parity and "
                         "accuracy, its train split for int8 calibration, its validation split for the int8 guards")
     p.add_argument("--train-split", default=DEFAULT_SPLITS["calibration"],
-                   help="int8 calibration inputs are drawn from it")
+                   help="int8 calibration inputs are drawn from it (with --data: a split of your data, default train)")
     p.add_argument("--val-split", default=DEFAULT_SPLITS["validation"],
-                   help="data the int8 guards (--max-accuracy-drop, --min-agreement) measure on; never the test split")
+                   help="data the int8 guards (--max-accuracy-drop, --min-agreement) measure on; never the test split "
+                        "(with --data: a split of your data, default validation; train where that split holds "
+                        "fewer inputs than --min-agreement needs)")
     p.add_argument("--test-split", default=DEFAULT_SPLITS["test"])
     p.add_argument("--data-dir", default=None)
     p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
@@ -72,9 +74,14 @@ def _load_model(ref: str, trust):
 def export_data(args, model):
     """The data of each role (`zoo.export.ExportData`) from --dataset or --data; None without either."""
     from zoo.export import ExportData
+    from zoo.export.data import DEFAULT_SPLITS
 
     if args.data:
-        return ExportData.from_path(args.data, model, max_test_samples=args.eval_samples)
+        # The dataset defaults name a slice of a registered dataset's train split; your data has its own splits.
+        given = {role: split for role, split, default in (
+            ("calibration_split", args.train_split, DEFAULT_SPLITS["calibration"]),
+            ("validation_split", args.val_split, DEFAULT_SPLITS["validation"])) if split != default}
+        return ExportData.from_path(args.data, model, max_test_samples=args.eval_samples, **given)
     if args.dataset:
         return ExportData.from_dataset(args.dataset, test_split=args.test_split, calibration_split=args.train_split,
                                        validation_split=args.val_split, data_dir=args.data_dir,

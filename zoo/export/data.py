@@ -88,10 +88,13 @@ class ExportData:
                    description=f"{name} {test_split} split")
 
     @classmethod
-    def from_path(cls, path, model, *, max_test_samples: int | None = None) -> "ExportData":
+    def from_path(cls, path, model, *, max_test_samples: int | None = None, calibration_split: str = "train",
+                  validation_split: str = "validation") -> "ExportData":
         """Your own data (what `zoo train --data` read), read as `model` was trained on it (its metadata records
         how): its test split (the examples training reported on) for the test role, its train split for
-        calibration, its validation split for the int8 guards."""
+        calibration, its validation split for the int8 guards. The two splits may be any of the data's own
+        (`train`, `validation`, `all`; e.g. `validation_split="train"` where the validation split holds fewer
+        inputs than `min_agreement` needs: agreement with the float model needs no held-out labels)."""
         import numpy as np
 
         from zoo.artifacts.validation import labelled_batches
@@ -110,5 +113,6 @@ class ExportData:
             return (np.concatenate(xs), np.concatenate(ys)), split
 
         test, split = arrays(None)
-        return cls(test=test, calibration=lambda: arrays("train")[0][0], validation=lambda: arrays("validation")[0],
+        return cls(test=test, calibration=lambda: arrays(calibration_split)[0][0],
+                   validation=lambda: arrays(validation_split)[0],
                    max_test_samples=max_test_samples, description=f"{path} {split} split")

@@ -221,7 +221,8 @@ def _write_saved_model_in_tensorflow(keras_file, signature, work: Path, meta, tr
         pickle.dump({"keras_file": str(keras_file), "signature": signature, "work": str(work), "meta": meta,
                      "trust": trust}, f)
     env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    code = "import sys; from zoo.export import exporter; exporter._saved_model_child(sys.argv[1])"
+    code = ("import sys; from zoo import lean_imports; lean_imports.hold_back(); from zoo.export import exporter; "
+            "exporter._saved_model_child(sys.argv[1])")
     done = subprocess.run([sys.executable, "-c", code, str(request)], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])

@@ -199,4 +199,7 @@ class InProcess:
 
 
 if __name__ == "__main__":
+    from zoo import lean_imports
+
+    lean_imports.hold_back()  # before the first job imports TensorFlow (the child runs its backend only)
     _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))

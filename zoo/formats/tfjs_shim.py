@@ -6,7 +6,8 @@ with `--no-deps` (scripts/setup.sh) plus tf-keras and tensorflow-hub, which the
 converter really uses. It still imports two modules at load time that the
 SavedModel path never calls:
 - `tensorflow_decision_forests` (tf_saved_model_conversion_v2.py, for TF-DF ops);
-- `tensorflowjs.converters.jax_conversion` (converters/__init__.py, needs jax).
+- `tensorflowjs.converters.jax_conversion` (converters/__init__.py, needs jax; a placeholder unless the process
+  has already imported jax, which would otherwise be loaded for it alone).
 Placeholders for exactly those two are registered here, nowhere else.
 A third covers `pkg_resources`, which tensorflow_hub imports for `parse_version`
 alone and which setuptools >= 81 no longer ships (installing torch pulls one in).
@@ -43,9 +44,7 @@ def convert_tf_saved_model():
     from packaging.version import parse as parse_version
 
     _placeholder("pkg_resources", parse_version=parse_version)
-    try:
-        import jax  # noqa: F401  (real jax present: let tensorflowjs import its own module)
-    except ImportError:
+    if "jax" not in sys.modules:  # JAX already loaded (the JAX backend): tensorflowjs imports its own module
         _placeholder("tensorflowjs.converters.jax_conversion", convert_jax=_jax_unavailable)
     from tensorflowjs.converters.tf_saved_model_conversion_v2 import convert_tf_saved_model as fn
 

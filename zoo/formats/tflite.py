@@ -66,8 +66,9 @@ FORMAT = Format(
                "refuse int8 tensors: see mobile)", default=False, check=BOOL),
         Option("mobile", "image models that MediaPipe Tasks' ImageClassifier and the TFLite Task Library take as they "
                "are: an RGB input for a grayscale model (its channels averaged in the graph), uint8 input and output "
-               "for full int8; written as {model}_{variant}_mobile.tflite, and run in MediaPipe by zoo export where "
-               "its client is installed (the report's mobile client column)", default=False, check=BOOL),
+               "for full int8 (float32 for a selective int8, which the clients take too); written as "
+               "{model}_{variant}_mobile.tflite, and run in MediaPipe by zoo export where its client is installed "
+               "(the report's mobile client column)", default=False, check=BOOL),
         *INT8_OPTIONS,
         SEQUENCE_LENGTH,
         Option("allow_flex", "let ops without a TFLite builtin run as TensorFlow ops (Flex / TF Select): the "
@@ -183,7 +184,7 @@ def convert(conversion) -> Converted:
             flatbuffer = converter.convert()
             if quantization_aware and conversion.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
-            if options.get("mobile") and conversion.target.variant == "int8":
+            if options.get("mobile") and conversion.target.variant == "int8" and not budgeted:
                 flatbuffer = _pixels_in(flatbuffer, conversion)
         except Exception as e:  # try the next route; the report keeps why this one failed
             unsupported = tflite_unsupported_ops(str(e))
@@ -195,7 +196,7 @@ def convert(conversion) -> Converted:
         notes, details = [], {}
         if budgeted:
             int8_converter = _converter(saved_model_dir, options.get("allow_flex"))
-            _quantize(int8_converter, conversion, example_shape)
+            _quantize(int8_converter, conversion, example_shape, rgb=mobile_front == "rgb")
             flatbuffer, details = _guarded_int8(conversion, flatbuffer, int8_converter, example_shape)
             notes.append(f"{Goal.of(options).describe()}: {details['summary']} (the converter's quantizer, "
                          "denylisted layers float)")
@@ -205,7 +206,9 @@ def convert(conversion) -> Converted:
         if mobile_front == "rgb":
             notes.append("mobile: RGB input, its channels averaged to gray in the graph")
         if options.get("mobile") and conversion.target.variant == "int8":
-            notes.append("mobile: uint8 input and output (pixels as stored)")
+            notes.append(f"mobile: float32 input and output, which the clients take with the normalization metadata "
+                         f"({guard}'s selective int8 keeps the model's boundary float)" if budgeted else
+                         "mobile: uint8 input and output (pixels as stored)")
         if quantization_aware and conversion.target.variant == "int8":
             notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
@@ -230,9 +233,6 @@ def _mobile_front(conversion, guard: str | None) -> str | None:
     if options.get("int8_io"):
         raise ValueError("mobile and int8_io ask for different tensors: the mobile clients take uint8 (mobile), "
                          "microcontrollers int8 (int8_io); export them separately.")
-    if guard and conversion.target.variant == "int8":
-        raise ValueError(f"mobile int8 has uint8 input and output, which {guard}'s selective quantizer does not "
-                         f"write; export the mobile artifact without {guard}.")
     described = ModelMetadata.from_json(model.metadata).input if model.metadata else {}
     inputs = model.signature.inputs
     shape = inputs[0].shape if len(inputs) == 1 else ()

@@ -266,7 +266,8 @@ def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
             warmup = os.path.join(tmp, "warmup.npz")
             leaves = keras.tree.flatten(x)
             np.savez(warmup, **{f"x{i}": np.asarray(v)[:10] for i, v in enumerate(leaves)})
-        code = ("import sys, numpy as np, zoo.training.run as r; "
+        code = ("import sys, numpy as np; from zoo import lean_imports; lean_imports.hold_back(); "
+                "import zoo.training.run as r; "
                 "r._publish_child(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] or None)")
         env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         done = subprocess.run([sys.executable, "-c", code, str(keras_file), str(config.export_dir), config.model,

@@ -235,10 +235,15 @@ def quantizable_layers(model) -> list[str]:
     """The units the search keeps float, in model order: the layers with int8-quantizable weights, the
     weightless ones that write a new int8 range (`NEW_RANGE`), a softmax (int8 has a fixed 1/256 output step,
     which ties close classes) and layers of other kinds (a custom layer's ops are int8 too), but not those
-    of `NO_OWN_ERROR` or a ReLU folded into the op before it."""
+    of `NO_OWN_ERROR` or a ReLU folded into the op before it. A nested model (`zoo train --data` wraps the
+    architecture behind the input's Rescaling) contributes its own layers: their ops carry their names in
+    nested scopes."""
     out = []
     for layer in model.layers:
         kind = type(layer).__name__
+        if hasattr(layer, "layers") and layer.layers:  # a nested model: its layers are the units
+            out.extend(quantizable_layers(layer))
+            continue
         if kind in WEIGHTED + NEW_RANGE:
             out.append(layer.name)
         elif kind == "Activation":
