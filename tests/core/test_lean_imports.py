@@ -30,7 +30,9 @@ def stand_ins(tmp_path, monkeypatch):
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
         (tmp_path / package / "sub.py").write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    # Not `monkeypatch.syspath_prepend`: it calls pkg_resources, which may be zoo's TF.js placeholder by now.
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    importlib.invalidate_caches()
     monkeypatch.setattr(lean_imports, "HELD_BACK", {names["optional"]: (names["importer"], ""),
                                                      names["backend"]: (names["backend_importer"], "")})
     monkeypatch.setattr(lean_imports, "AROUND", (names["importer"], names["backend_importer"]))
