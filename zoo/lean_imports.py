@@ -35,6 +35,7 @@ HELD_BACK = {
 }
 # The imports they are held back from: the importers above are all imported by these.
 AROUND = ("tensorflow", "keras", "nncf")
+_waiting: set[str] = set()  # of AROUND, those whose first import already waits with a hold-back (one is enough)
 
 
 def hold_back(backend: Callable[[], str] = lambda: os.environ.get("KERAS_BACKEND", "tensorflow")) -> None:
@@ -50,8 +51,9 @@ def hold_back(backend: Callable[[], str] = lambda: os.environ.get("KERAS_BACKEND
             kept = {"jax", "torch"}
         return _unimportable(set(HELD_BACK) - kept)
 
-    for name in AROUND:
-        import_hooks.around_import(name, context)
+    for name in AROUND:  # `zoo.cli.main` may run many times in one process (tests, scripts): hooked once
+        if name not in _waiting and import_hooks.around_import(name, context):
+            _waiting.add(name)
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ def stand_ins(tmp_path, monkeypatch):
     monkeypatch.setattr(lean_imports, "HELD_BACK", {names["optional"]: (names["importer"], ""),
                                                      names["backend"]: (names["backend_importer"], "")})
     monkeypatch.setattr(lean_imports, "AROUND", (names["importer"], names["backend_importer"]))
+    monkeypatch.setattr(lean_imports, "_waiting", set())
     yield names
     for name in list(sys.modules):
         if name.startswith("zoo_lean_probe"):
