@@ -207,8 +207,8 @@ def convert(conversion) -> Converted:
             notes.append("mobile: RGB input, its channels averaged to gray in the graph")
         if options.get("mobile") and conversion.target.variant == "int8":
             notes.append(f"mobile: float32 input and output, which the clients take with the normalization metadata "
-                         f"({guard}'s selective int8 keeps the model's boundary float)" if budgeted else
-                         "mobile: uint8 input and output (pixels as stored)")
+                         f"(the converter's quantizer writes {guard}'s int8 with float input and output)"
+                         if budgeted else "mobile: uint8 input and output (pixels as stored)")
         if quantization_aware and conversion.target.variant == "int8":
             notes.append("int8 ranges learned in quantization-aware training (no calibration)")
         if route == "fixed_batch":
