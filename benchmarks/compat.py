@@ -516,6 +516,7 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json")
     data.setdefault("models", {})
+    before = {"run": data.get("created"), "cpu": (data.get("machine") or {}).get("cpu")}  # of the cells it replaces
     work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
     try:
         for candidate in pool if pool is not None else candidates():
@@ -535,6 +536,8 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
             finally:
                 process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
+            for key in row["cells"].keys() & kept.keys():  # re-run: what it replaced stays on record
+                row["cells"][key]["previous"] = superseded(kept[key], **before)
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             columns = {*data.get("cells", ()), *(_cell_key(*c) for c in cells)}  # in CELLS order
@@ -548,6 +551,19 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return data
+
+
+def superseded(cell: dict, run: str | None = None, cpu: str | None = None) -> dict:
+    """The headline of a cell a re-run replaces (`previous` in the new cell): its status and figures, the number
+    of images its agreement was measured on (100 in runs before the int8 cells took 1000), and the run and CPU
+    that measured it, so that compat.md can set the new figure beside the old one."""
+    out = {k: cell[k] for k in ("status", "argmax_agreement", "max_abs_diff", "first_100", "size_bytes", "cpu")
+           if cell.get(k) is not None}
+    if cell.get("argmax_agreement") is not None:
+        out["eval_samples"] = cell.get("eval_samples", EVAL_SAMPLES)
+    if cell.get("remedy", {}).get("argmax_agreement") is not None:
+        out["remedy_agreement"] = cell["remedy"]["argmax_agreement"]
+    return {**out, **({"run": run} if run else {}), **({"cpu": cpu} if cpu and "cpu" not in out else {})}
 
 
 def save(data: dict, results_dir: Path = RESULTS) -> None:
@@ -642,12 +658,33 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
                 f"{trained}."
                 + (f" Its {fmt} float32 passes: the graph converts right, int8 is too coarse for these decisions."
                    if row["cells"].get(f"{fmt}[float32]", {}).get("status") == "passed" else "")
+                + against_tflite(fmt, cell, row)
                 + f" What to do: {INT8_REMEDIES}." + (remedy_text(fmt, cell["remedy"]) if cell.get("remedy") else ""))
     if error.startswith("runtime error"):
         return (f"the artifact was written but {fmt}'s runtime could not run it ({error}). What to do: use a format "
                 "that passes in this row, and report the error.")
     return (f"{error}: the {fmt} runtime computes a different function than Keras. What to do: use a format that "
             "passes in this row, and report the difference.")
+
+
+def against_tflite(fmt: str, cell: dict, row: dict) -> str:
+    """Issue 28's bar for a runtime's int8: at least the agreement TFLite's converter reaches on the same model
+    and images; where it falls short, whether the gap exceeds what the images resolve (the shares' 95% Wilson
+    intervals overlap or not)."""
+    from zoo.formats.ptq.budget import wilson_interval
+
+    ref = row["cells"].get("tflite[int8]", {})
+    if fmt == "tflite" or ref.get("argmax_agreement") is None or cell.get("argmax_agreement") is None:
+        return ""
+    ours, theirs = cell["argmax_agreement"], ref["argmax_agreement"]
+    n, m = cell.get("eval_samples", EVAL_SAMPLES), ref.get("eval_samples", EVAL_SAMPLES)
+    text = f" TFLite's converter agrees on {_share(theirs, m)} for the same model and images"
+    if ours >= theirs:
+        return text + f": {fmt}'s int8 is at least as close."
+    close = wilson_interval(ours, n)[1] >= wilson_interval(theirs, m)[0]
+    return (text + f": {fmt}'s int8 is {100 * (theirs - ours):.1f} points below, "
+            + ("within what the images resolve (the 95% intervals overlap)." if close
+               else "more than the images' noise (the 95% intervals do not overlap)."))
 
 
 def ordered(data: dict) -> list[str]:
@@ -717,19 +754,27 @@ def int8_section(data: dict) -> list[str]:
         return []
     vnni = any("target_cpu_vnni" in cells.get("onnx[int8]", {}) for _, cells in rows)
     cpus = sorted({cells[k]["cpu"] for _, cells in rows for k in keys if cells.get(k, {}).get("cpu")})
+    earlier = sorted({f"{was['eval_samples']} images" + (f" on {was['cpu']}" if was.get("cpu") else "")
+                      for _, cells in rows for k in keys
+                      if (was := cells.get(k, {}).get("previous", {})).get("argmax_agreement") is not None})
     lines = ["", "## int8 agreement on 1000 images, and on the first 100", "",
              f"Argmax agreement with Keras on the {INT8_EVAL_SAMPLES} evaluation images / on their first "
              f"{EVAL_SAMPLES} (the images of runs before the int8 cells took 1000)"
              + (f"; measured on {' and '.join(cpus)}" if cpus else "")
              + (". *onnx vnni*: the ONNX int8 of `target_cpu=\"vnni\"` (8-bit weights) on the same 1000 images"
-                if vnni else "") + ".", "",
+                if vnni else "")
+             + (f". *was*: the agreement of the cell this run replaced, on its own evaluation images "
+                f"({'; '.join(earlier)})" if earlier else "") + ".", "",
              "| model | " + " | ".join(keys) + (" | onnx vnni |" if vnni else " |"),
              "|---|" + "---:|" * (len(keys) + vnni)]
     for name, cells in rows:
         texts = []
         for key in keys:
             cell = cells.get(key, {})
-            texts.append(f"{cell['argmax_agreement']:.1%} / {cell['first_100']:.0%}"
+            was = cell.get("previous", {})
+            texts.append((f"{cell['argmax_agreement']:.1%} / {cell['first_100']:.0%}"
+                          + (f" (was {_share(was['argmax_agreement'], was['eval_samples'])})"
+                             if was.get("argmax_agreement") is not None else ""))
                          if cell.get("first_100") is not None else "")
         if vnni:
             other = cells.get("onnx[int8]", {}).get("target_cpu_vnni", {})

@@ -91,6 +91,29 @@ def test_failure_reasons_say_why_and_what_to_do():
             "error": "argmax agreement 97.00% < 99%"}
     why = compat.failure_reason("onnx[int8]", int8, row)
     assert "97%" in why and "90%" in why and "88%" in why and "float32 passes" in why
-    assert "--qat-from" in why and "float16" in why
+    assert "--qat-from" in why and "float16" in why and "TFLite" not in why  # no TFLite int8 cell in this row
+    tflite = {"status": "passed", "argmax_agreement": 0.995, "eval_samples": 1000}
+    close = compat.failure_reason("onnx[int8]", {**int8, "argmax_agreement": 0.99, "eval_samples": 1000},
+                                  {**row, "cells": {"tflite[int8]": tflite}})
+    assert "agrees on 99.5% for the same model" in close and "0.5 points below, within" in close
+    far = compat.failure_reason("onnx[int8]", {**int8, "eval_samples": 1000},
+                                {**row, "cells": {"tflite[int8]": tflite}})
+    assert "2.5 points below, more than the images' noise" in far
     error = "UnsupportedOpsError: TFLite cannot run 1 op type(s): StringSplitV2 x1 in 'vectorize' (TextVectorization)."
     assert compat.failure_reason("tflite[float32]", {"status": "export_failed", "error": error}, row) == error
+
+
+def test_a_rerun_cell_keeps_what_it_replaced_and_the_table_shows_both(tmp_path, monkeypatch):
+    old = {"status": "failed_verification", "argmax_agreement": 0.96, "size_bytes": 3,
+           "remedy": {"argmax_agreement": 1.0}}
+    (tmp_path / "compat.json").write_text(json.dumps({"created": "2026-11-23T00:00:00+00:00", "cells": ["onnx[int8]"],
+                                                      "models": {"tiny_cnn": {"cells": {"onnx[int8]": old}}}}))
+    new = {"status": "passed", "argmax_agreement": 0.995, "first_100": 1.0, "eval_samples": 1000, "cpu": "CPU X"}
+    monkeypatch.setattr(compat, "run_model", lambda *a, **k: {"family": "CNN", "source": "test", "seconds": 1,
+                                                               "cells": {"onnx[int8]": dict(new)}})
+    data = compat.run_matrix(POOL[:1], results_dir=tmp_path, cells=(("onnx", "int8"),), resume=False, progress=None)
+    cell = data["models"]["tiny_cnn"]["cells"]["onnx[int8]"]
+    assert cell["previous"] == {"status": "failed_verification", "argmax_agreement": 0.96, "size_bytes": 3,
+                                "eval_samples": 100, "remedy_agreement": 1.0, "run": "2026-11-23T00:00:00+00:00"}
+    table = (tmp_path / "compat.md").read_text()
+    assert "| tiny_cnn | 99.5% / 100% (was 96%) |" in table and "(100 images)" in table

@@ -121,15 +121,18 @@ def _cpu_note(path, target_cpu: str) -> str:
     return cpu_note(target_cpu, len(saturation_risks(path)))
 
 
-# ONNX ops that compute a Keras layer's weighted op, and those of the weightless layers the budget may keep
-# float (zoo.formats.ptq.budget.quantizable_layers: adds, pooling, concatenation, softmax, custom layers' ops).
-WEIGHTED_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")
-NEW_RANGE_OPS = ("Add", "Sub", "Mul", "Sum", "Mean", "Concat", "GlobalAveragePool", "AveragePool", "ReduceMean",
-                 "Softmax", "Slice", "Pad")
+def quantized_op_types() -> frozenset[str]:
+    """The ONNX op types `quantize_static` gives int8 inputs or outputs: with `op_types_to_quantize` empty it
+    takes every op of onnxruntime's QLinear and QDQ registries (`onnxruntime.quantization.quantize`). A layer the
+    accuracy budget keeps float keeps all of its nodes of these types float: its weighted op, its add or pooling,
+    and its activation's own ops (swish's `Sigmoid`, quantized to steps of 1/255 otherwise)."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return frozenset(QDQRegistry) | frozenset(QLinearOpsRegistry)
 
 
 def layer_nodes(model_path, layers) -> dict[str, list[str]]:
-    """Keras layer -> the names of the ONNX nodes that compute its weighted op (or its add, pooling, ...).
+    """Keras layer -> the names of its ONNX nodes that int8 can quantize (`quantized_op_types`).
 
     tf2onnx renames convolutions (`Conv__62`), but their weights keep the TF name scope of the Keras
     layer (`model_1/stage1_conv_1/...`), so a node belongs to the layer its weight is named after;
@@ -140,9 +143,10 @@ def layer_nodes(model_path, layers) -> dict[str, list[str]]:
     model = onnx.load(str(model_path))
     initializers = {i.name for i in model.graph.initializer}
     found: dict[str, list[str]] = {}
+    quantized = quantized_op_types()
     patterns = {layer: re.compile(rf"(^|/){re.escape(layer)}(_\d+)?/") for layer in layers}
     for node in model.graph.node:
-        if node.op_type not in WEIGHTED_OPS + NEW_RANGE_OPS:
+        if node.op_type not in quantized:
             continue
         names = [node.name, *node.output, *(i for i in node.input[1:] if i in initializers)]
         for layer, pattern in patterns.items():
