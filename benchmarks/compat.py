@@ -629,7 +629,8 @@ def remedy_text(fmt: str, fix: dict, samples: int = EVAL_SAMPLES) -> str:
             f"with float on {fix.get('validation_agreement', 0):.1%} of {fix.get('validation_samples')} validation "
             f"images (full int8 {fix.get('validation_agreement_full_int8', 0):.1%}; the guard holds the 95% lower "
             f"bound to 99%) and with Keras on "
-            f"{_share(fix['argmax_agreement'], samples)} of the {samples} evaluation images ({'passed' if fix['status'] == 'passed' else 'not passed'})"
+            f"{_share(fix['argmax_agreement'], samples)} of the {samples} evaluation images "
+            f"({'passed' if fix['status'] == 'passed' else 'not passed'})"
             + (f"; size and batch-1 latency in {fmt}'s runtime: {cost}" if cost else "") + ".")
 
 
@@ -659,7 +660,8 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
                 + (f" Its {fmt} float32 passes: the graph converts right, int8 is too coarse for these decisions."
                    if row["cells"].get(f"{fmt}[float32]", {}).get("status") == "passed" else "")
                 + against_tflite(fmt, cell, row)
-                + f" What to do: {INT8_REMEDIES}." + (remedy_text(fmt, cell["remedy"], n) if cell.get("remedy") else ""))
+                + f" What to do: {INT8_REMEDIES}."
+                + (remedy_text(fmt, cell["remedy"], n) if cell.get("remedy") else ""))
     if error.startswith("runtime error"):
         return (f"the artifact was written but {fmt}'s runtime could not run it ({error}). What to do: use a format "
                 "that passes in this row, and report the error.")
