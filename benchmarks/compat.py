@@ -563,7 +563,20 @@ def superseded(cell: dict, run: str | None = None, cpu: str | None = None) -> di
         out["eval_samples"] = cell.get("eval_samples", EVAL_SAMPLES)
     if cell.get("remedy", {}).get("argmax_agreement") is not None:
         out["remedy_agreement"] = cell["remedy"]["argmax_agreement"]
+    if cell.get("previous"):  # a cell re-run more than once keeps each figure it replaced, the newest outermost
+        out["previous"] = cell["previous"]
     return {**out, **({"run": run} if run else {}), **({"cpu": cpu} if cpu and "cpu" not in out else {})}
+
+
+def history(cell: dict) -> list[str]:
+    """The agreements a cell's re-runs replaced (`superseded`), oldest first, each to the digits its images
+    resolve."""
+    out, was = [], cell.get("previous", {})
+    while was:
+        if was.get("argmax_agreement") is not None:
+            out.insert(0, _share(was["argmax_agreement"], was["eval_samples"]))
+        was = was.get("previous", {})
+    return out
 
 
 def save(data: dict, results_dir: Path = RESULTS) -> None:
@@ -773,10 +786,9 @@ def int8_section(data: dict) -> list[str]:
         texts = []
         for key in keys:
             cell = cells.get(key, {})
-            was = cell.get("previous", {})
+            was = history(cell)
             texts.append((f"{cell['argmax_agreement']:.1%} / {cell['first_100']:.0%}"
-                          + (f" (was {_share(was['argmax_agreement'], was['eval_samples'])})"
-                             if was.get("argmax_agreement") is not None else ""))
+                          + (f" (was {', then '.join(was)})" if was else ""))
                          if cell.get("first_100") is not None else "")
         if vnni:
             other = cells.get("onnx[int8]", {}).get("target_cpu_vnni", {})

@@ -321,8 +321,9 @@ def measure_openvino(name: str, n_eval: int, only=None, cache: Path | None = Non
     for r in report.results:
         key = {"tflite[int8]": "tflite_int8", "onnx[int8]": "onnx_int8_export", "openvino[int8]": "openvino_int8_export",
                "openvino[float32]": "openvino_float32"}.get(r.label)
-        if key and r.verification is not None:
-            row[key] = r.verification.argmax_agreement
+        if key:  # None where the export failed or was not verified: the markdown says so
+            row[key] = r.verification.argmax_agreement if r.verification is not None else None
+            row[f"{key}_error"] = r.error if r.verification is None else None
         if r.label == "openvino[float32]":
             float_ir = Path(r.path)
     float_ir = float_ir / IR_NAME if float_ir.is_dir() else float_ir
@@ -371,10 +372,10 @@ def markdown_openvino(data: dict) -> str:
                   f"{row['eval_images']} evaluation images; Keras accuracy {row['keras_accuracy']:.1%}; CPU: "
                   f"{row['cpu']}; OpenVINO {row['openvino']}, NNCF {row['nncf']}; zoo's default: "
                   f"{row['default_settings']}.", "",
-                  f"- TFLite int8 as `zoo export` wrote it: **{row['tflite_int8']:.1%}**",
-                  f"- ONNX int8 as `zoo export` wrote it: {row['onnx_int8_export']:.1%}",
-                  f"- OpenVINO int8 as `zoo export` wrote it: {row['openvino_int8_export']:.1%} "
-                  f"(float32 IR: {row['openvino_float32']:.1%})", "",
+                  f"- TFLite int8 as `zoo export` wrote it: **{_exported(row, 'tflite_int8')}**",
+                  f"- ONNX int8 as `zoo export` wrote it: {_exported(row, 'onnx_int8_export')}",
+                  f"- OpenVINO int8 as `zoo export` wrote it: {_exported(row, 'openvino_int8_export')} "
+                  f"(float32 IR: {_exported(row, 'openvino_float32')})", "",
                   "| OpenVINO variant | calibration images | safe on every CPU | agreement | vs previous default: "
                   "images gained / lost (sign-test p) | accuracy | quantize s |",
                   "|---|---:|---|---:|---:|---:|---:|"]
@@ -388,6 +389,13 @@ def markdown_openvino(data: dict) -> str:
                          f"+{vs['gained']} / -{vs['lost']} (p {vs['p']:.2g}) | {s['accuracy']:.1%} | {s['quantize_s']} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _exported(row: dict, key: str) -> str:
+    """An export's verified agreement, or why there is none (an OpenVINO row's export of every format)."""
+    if row.get(key) is not None:
+        return f"{row[key]:.1%}"
+    return f"not verified ({row.get(f'{key}_error') or 'no result'})"
 
 
 def markdown(data: dict) -> str:

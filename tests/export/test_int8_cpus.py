@@ -19,7 +19,7 @@ import pytest
 
 import zoo.export
 from zoo.export import ExportData
-from zoo.formats.ptq import x86_int8
+from zoo.formats.ptq import fallback, x86_int8
 
 EMULATOR = x86_int8.emulator_command()
 needs_emulator = pytest.mark.skipif(EMULATOR is None, reason="qemu-x86_64 not installed (Debian's qemu-user; "
@@ -233,8 +233,74 @@ def test_the_kept_int8_is_the_safe_scheme_that_keeps_more_decisions(tmp_path):
     for name, scheme in (("7-bit", "any"), ("U8U8", onnx_static.U8U8)):
         path = onnx_static.quantize_int8(tmp_path / "float.onnx", tmp_path / f"{name}.onnx", x, scheme=scheme)
         measured[name] = agreement(path)
-    assert measured["7-bit"] < onnx_static.FALLBACK_BELOW, measured  # the case the fallback is for
+    assert measured["7-bit"] < fallback.BELOW, measured  # the case the fallback is for
     kept, note = onnx_static.quantize_int8_kept(tmp_path / "float.onnx", tmp_path / "kept.onnx", x, tmp_path)
     assert agreement(kept) == max(measured.values()), (measured, note)
     assert ("uint8 weights" in note.split(",")[0]) == (measured["U8U8"] >= measured["7-bit"]), (measured, note)
     assert x86_int8.saturation_risks(kept) == []
+
+
+@pytest.mark.parametrize("first, other, tie_keeps_fallback, kept", [
+    (0.995, 0.5, False, "first"),  # passes: the fallback is not made
+    (0.95, 0.97, False, "fallback"),
+    (0.97, 0.95, True, "first"),
+    (0.96, 0.96, True, "fallback"),
+    (0.96, 0.96, False, "first"),
+])
+def test_keep_better_makes_the_fallback_only_below_the_criterion_and_keeps_the_better(first, other, tie_keeps_fallback,
+                                                                                      kept):
+    made = []
+    options = {"first": first, "fallback": other}
+
+    def option(name):
+        return name, lambda: made.append(name) or name
+
+    model, name, note = fallback.keep_better(option("first"), option("fallback"), lambda m: (options[m], 0.1),
+                                             "100 test", tie_keeps_fallback=tie_keeps_fallback)
+    assert (model, name) == (kept, kept), note
+    assert made == (["first"] if first >= fallback.BELOW else ["first", "fallback"]), made
+    assert note.startswith(kept) and (first >= fallback.BELOW or "on the 100 test inputs" in note), note
+
+
+def _near_tied_dense(seed: int):
+    """16 -> 64 relu -> 10 with biases and near-equal output columns: decisions that int8 flips."""
+    rng = np.random.default_rng(seed)
+    inputs = keras.Input((16,), name="x")
+    model = keras.Model(inputs, keras.layers.Dense(10)(keras.layers.Dense(64, activation="relu")(inputs)))
+    hidden, out = model.layers[1:]
+    hidden.set_weights([(rng.normal(size=(16, 64)) / 4).astype(np.float32), 0.5 * rng.normal(size=64).astype(np.float32)])
+    out.set_weights([(rng.normal(size=(64, 1)) + 0.1 * rng.normal(size=(64, 10))).astype(np.float32),
+                     0.5 * rng.normal(size=10).astype(np.float32)])
+    return model, rng.random((300, 16), dtype=np.float32)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nncf") is None, reason="openvino/nncf not installed")
+def test_openvino_int8_keeps_the_bias_correction_that_keeps_more_decisions(tmp_path):
+    """Below 99% agreement with full bias correction, fast bias correction is made too and the better kept: the
+    artifact's verified agreement (against Keras) is the better of the two made here with nncf.quantize itself.
+    On this model fast bias correction kept one more of 300 decisions on an AVX2-only CPU."""
+    import dataclasses
+
+    import nncf
+    import openvino as ov
+
+    from zoo.formats.ptq.nncf_presets import recommended
+
+    model, x = _near_tied_dense(4)
+    model.export(str(tmp_path / "saved_model"), verbose=False)
+    graph = ov.convert_model(str(tmp_path / "saved_model"))
+    compiled = lambda m: ov.Core().compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
+    decisions = np.asarray(model(x)).argmax(-1)
+    made = {}
+    for fast in (False, True):
+        settings = dataclasses.replace(recommended(graph), fast_bias_correction=fast)
+        int8 = compiled(nncf.quantize(graph, nncf.Dataset([x[i : i + 1] for i in range(200)]), subset_size=200,
+                                      **settings.kwargs()))
+        made[fast] = float(np.mean(int8(x)[int8.outputs[0]].argmax(-1) == decisions))
+    assert made[False] < fallback.BELOW, made  # the case the fallback is for
+    report = zoo.export.export(model, tmp_path / "out", ["openvino"], precision="int8",
+                               data=ExportData(test=x, calibration=x), latency_runs=0, isolate=False)
+    result = report.result("openvino", "int8")
+    assert result.verification.argmax_agreement == pytest.approx(max(made.values())), (made, result.notes)
+    kept = "fast" if made[True] > made[False] else "full"
+    assert any(f"{kept} bias correction, kept: on the 300 test inputs" in n for n in result.notes), result.notes

@@ -79,10 +79,9 @@ SCHEMES = {
 # compatibility matrix's models: results/compat/int8_schemes.md.
 U8U8 = Int8Scheme("u8u8", "uint8 weights (U8U8 kernels): the same int8 results on every x86 CPU, slower kernels",
                   weight_type="uint8")
-# target CPU -> the scheme also tried where its own int8 agrees with float on fewer than `FALLBACK_BELOW` of the
+# target CPU -> the scheme also tried where its own int8 agrees with float on fewer than `fallback.BELOW` of the
 # test inputs' decisions (the export's int8 criterion, `zoo.export.verify`); the better of the two is kept.
 FALLBACKS = {"any": U8U8}
-FALLBACK_BELOW = 0.99
 
 
 class _Batches:
@@ -188,34 +187,29 @@ def agreement(float_path, int8_path, x) -> tuple[float, float] | None:
 def quantize_int8_kept(prepared_path, out_path, calibration_x, work_dir, target_cpu: str = DEFAULT_TARGET_CPU,
                        check_x=None, check_name: str = "calibration") -> tuple[Path, str]:
     """`quantize_int8` with the target CPU's scheme, and where its int8 agrees with float on fewer than
-    `FALLBACK_BELOW` of the inputs `check_x` (default the calibration inputs, whose ranges int8 was fit
-    to and which so flatter it: the export passes its test inputs), with its fallback scheme too
-    (`FALLBACKS`), keeping the one that agrees more; on a tie (a hundred inputs resolve agreement to a point), the fallback, whose
-    8-bit weights agreed more on a thousand images where 7-bit ones missed (results/compat/int8_schemes.md;
-    the outputs' mean abs difference did not tell them apart). Returns (path, a note saying which and why)."""
+    `fallback.BELOW` of the inputs `check_x` (default the calibration inputs, whose ranges int8 was fit to and
+    which so flatter it: the export passes its test inputs), with its fallback scheme too (`FALLBACKS`),
+    keeping the one that agrees more (`fallback.keep_better`); on a tie (a hundred inputs resolve agreement to a
+    point), the fallback, whose 8-bit weights agreed more on a thousand images where 7-bit ones missed
+    (results/compat/int8_schemes.md; the outputs' mean abs difference did not tell them apart). Returns (path, a
+    note saying which and why)."""
     import shutil
 
-    scheme = SCHEMES[target_cpu]
-    quantize_int8(prepared_path, out_path, calibration_x, scheme=scheme)
-    name = scheme.description.split(":")[0]
-    fallback = FALLBACKS.get(target_cpu)
-    if fallback is None:
-        return Path(out_path), name
+    from zoo.formats.ptq.fallback import keep_better
+
+    def option(scheme, path):
+        return scheme.description.split(":")[0], lambda: quantize_int8(prepared_path, path, calibration_x, scheme=scheme)
+
+    other = FALLBACKS.get(target_cpu)
     check_x = calibration_x if check_x is None else check_x
-    first = agreement(prepared_path, out_path, check_x)
-    if first is None or first[0] >= FALLBACK_BELOW:
-        return Path(out_path), name
-    other_path = Path(work_dir) / f"int8_{fallback.name}.onnx"
-    quantize_int8(prepared_path, other_path, calibration_x, scheme=fallback)
-    other = agreement(prepared_path, other_path, check_x)
-    other_name = fallback.description.split(":")[0]
     count = len(next(iter(check_x.values()))) if isinstance(check_x, dict) else len(check_x)
-    measured = (f"on the {count} {check_name} inputs, int8 agreed with float on {first[0]:.1%} (mean abs diff "
-                f"{first[1]:.2g}) with {name} and {other[0]:.1%} ({other[1]:.2g}) with {other_name}")
-    if other[0] >= first[0]:
-        shutil.copyfile(other_path, out_path)
-        return Path(out_path), f"{other_name}, kept: {measured}"
-    return Path(out_path), f"{name}, kept: {measured}"
+    kept, _, note = keep_better(option(SCHEMES[target_cpu], out_path),
+                                other and option(other, Path(work_dir) / f"int8_{other.name}.onnx"),
+                                lambda path: agreement(prepared_path, path, check_x), f"{count} {check_name}",
+                                tie_keeps_fallback=True)
+    if Path(kept) != Path(out_path):
+        shutil.copyfile(kept, out_path)
+    return Path(out_path), note
 
 
 def lift_fake_quant(model):
