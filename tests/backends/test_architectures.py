@@ -60,18 +60,16 @@ def _layers(model) -> list:
 
 
 def _forward(model):
-    """model -> its outputs on x, for `model` and every model of the same layers: on JAX one jitted stateless call
-    of `model`'s graph taking the other models' weights (`predict` compiles the forward graph again for each
-    model object: seconds per deep family), elsewhere `_outputs`. Only for models whose layers (`_layers`) equal
-    `model`'s, which the caller checks: they compute the same graph."""
+    """model -> its outputs on x, for every model of the same layers as `model`, which the caller checks: on JAX
+    `model`'s own `predict`, compiled by the output check, run with the other model's weights (`predict` compiles
+    the forward graph again for each model object: seconds per deep family), elsewhere `_outputs`. It leaves
+    `model` holding the weights of the last model run."""
     if backend() != "jax":
         return _outputs
-    import jax
-
-    step = jax.jit(lambda trainable, other, x: model.stateless_call(trainable, other, x, training=False)[0])
 
     def run(m, x):
-        return numpy(step([v.value for v in m.trainable_variables], [v.value for v in m.non_trainable_variables], x))
+        model.set_weights(m.get_weights())
+        return _outputs(model, x)
     return run
 
 
@@ -91,11 +89,11 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     assert np.abs(got - expected).max() <= TOLERANCE, f"{name}: {np.abs(got - expected).max():.2e} from TensorFlow"
 
     # Built here, it has the reference's layers and runs; its .keras file written here loads back to the same
-    # layers, weights and outputs. The two share one compiled forward graph (`_forward`).
+    # layers, weights and outputs. All three share one compiled forward graph (`_forward`).
     keras.utils.set_random_seed(0)
     fresh = build_small(name)
     assert _layers(fresh) == _layers(model)
-    forward = _forward(fresh)
+    forward = _forward(model)
     out = forward(fresh, x)
     assert out.shape == expected.shape and np.isfinite(out).all()
     path = tmp_path / f"{name}.keras"
