@@ -48,3 +48,15 @@ def test_backend_neutral_tests_pass_on(backend, tensorflow_references):
     tail = (result.stdout + result.stderr)[-6000:]
     assert result.returncode == 0, f"on {backend}:\n{tail}"
     assert " passed" in result.stdout and " failed" not in result.stdout, tail
+
+
+def test_each_shallow_member_has_every_layer_class_of_its_family():
+    """What `references.SHALLOW` stands in for on JAX and PyTorch: the first member's layer classes, all of them."""
+    from tests.architectures.test_every_architecture import build_small
+    from tests.backends import references
+
+    def classes(model):
+        return {type(layer) for layer in model._flatten_layers(include_self=False)}
+
+    for name, (first, _, _) in references.SHALLOW.items():
+        assert classes(references.build(name)) == classes(build_small(first)), name

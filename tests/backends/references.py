@@ -14,36 +14,65 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from zoo.architectures.convnext import convnext
+from zoo.architectures.densenet import densenet
+
 QAT = "qat_convnet_bn"  # the quantization-aware reference's name
 
 # Families whose first member's layer classes all run in other families' default checks on JAX and PyTorch, and
-# that cost most on JAX (each 14-52 s of loading, compiling and stepping on 2 AVX2 cores, 145 s together): their
-# checks there run with `-m slow`, as their size variants do (their references are written then only); on
-# TensorFlow they run by default. Classes (`type(layer)` over `_flatten_layers`): DepthwiseConv2D, Multiply
-# (squeeze-excite), ReLU and Rescaling run in mobilenet_v3_small, Normalization in convnext_tiny, Reshape in
-# mixer_s32, ZeroPadding2D and the rest of theirs in mobilenet_v3_small, densenet121, resnet20 and convnet_bn.
-COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18"}
-# Families whose fit step alone goes to `-m slow` there: DenseNet-121's (a third of the JAX run's architecture
-# checks: one XLA compilation of 121 layers' forward and backward). Its outputs still meet TensorFlow's by default;
-# its AveragePooling2D and Concatenate, which no other family has, go through a backward pass there with `-m slow`.
-FIT_STEP_SLOW = {"densenet121"}
+# that cost most there (loading, compiling and stepping a deep graph on JAX): their checks there run with
+# `-m slow`, as their size variants do (their references are written then only); on TensorFlow they run by
+# default. Classes (`type(layer)` over `_flatten_layers`): DepthwiseConv2D, Multiply (squeeze-excite), ReLU and
+# Rescaling run in mobilenet_v3_small, Reshape in mixer_s32, ZeroPadding2D and the rest of theirs in
+# mobilenet_v3_small, resnet20 and convnet_bn; DenseNet-121's and ConvNeXt-Tiny's all run in their shallow
+# members (`SHALLOW`).
+COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18", "densenet121",
+                     "convnext_tiny"}
+# Shallow members of the deepest families, built by the family's own builder with one block per stage: every layer
+# class of the first member (DenseNet's AveragePooling2D and Concatenate, which no other family has; ConvNeXt's
+# Normalization, LayerNormalization, LayerScale and ChannelwiseConv2D), checked by default on JAX and PyTorch, fit step included,
+# without the XLA compilation of 58 dense layers or 18 ConvNeXt blocks (`tests/test_backends.py` checks the
+# classes). name -> (the family's first member, its builder, builder keywords).
+SHALLOW = {
+    "densenet_blocks": ("densenet121", densenet, {"blocks": (1, 1, 1, 1)}),
+    "convnext_blocks": ("convnext_tiny", convnext, {"depths": (1, 1, 1, 1), "projection_dims": (16, 32, 48, 64)}),
+}
+
+
+def family(name: str) -> str:
+    """The registered architecture `name` stands for: itself, or a shallow member's first member."""
+    return SHALLOW[name][0] if name in SHALLOW else name
+
+
+def build(name: str):
+    """`name` at the small input size (`tests/architectures/test_every_architecture.build_small`); a shallow
+    member from its family's builder, with the first member's input shape and classes."""
+    from tests.architectures.test_every_architecture import build_small
+    from zoo.architectures import registry
+
+    if name not in SHALLOW:
+        return build_small(name)
+    first, builder, kwargs = SHALLOW[name]
+    spec = registry.get_spec(first)
+    return builder(spec.small_input_shape, spec.num_classes, name, **kwargs)
 
 
 def default_names(names) -> list:
-    """Of the first members of the families (`variant_representatives`), those checked by default."""
+    """Of the first members of the families (`variant_representatives`), those checked by default, and the shallow
+    members."""
     from tests.conftest import variant_representatives
 
-    return [n for n in variant_representatives(names) if n not in COVERED_ELSEWHERE]
+    return [n for n in variant_representatives(names) if n not in COVERED_ELSEWHERE] + list(SHALLOW)
 
 
 def write(directory: Path, names) -> None:
     """Writes `<name>.keras` and `<name>.npz` (x, y) for each of `names` and the QAT model."""
-    from tests.architectures.test_every_architecture import build_small, sample_input
+    from tests.architectures.test_every_architecture import sample_input
 
-    for name in names:
+    for name in [*names, *(n for n in SHALLOW if n not in names)]:
         keras.utils.set_random_seed(0)
-        model = build_small(name)
-        _save(directory, name, model, sample_input(name))
+        model = build(name)
+        _save(directory, name, model, sample_input(family(name)))
     _save(directory, QAT, _qat_model(), np.random.default_rng(3).random((4, 16, 16, 1), dtype=np.float32))
 
 

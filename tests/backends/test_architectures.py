@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.architectures.test_every_architecture import build_small, sample_input
+from tests.architectures.test_every_architecture import sample_input
 from tests.backends import references
 from tests.backends.autodiff import backend, numpy
 from tests.conftest import params_marking_variants_slow
@@ -74,9 +74,10 @@ def _forward(model):
 
 
 def _params(slow=references.COVERED_ELSEWHERE):
-    """Every architecture; size variants and the families in `slow` (`references`) marked slow."""
-    return [pytest.param(*p.values, marks=(*p.marks, *([pytest.mark.slow] if p.values[0] in slow else [])))
-            for p in params_marking_variants_slow(zoo.list_models())]
+    """Every architecture and the shallow members (`references.SHALLOW`); size variants and the families in `slow`
+    (`references`) marked slow."""
+    return [*(pytest.param(*p.values, marks=(*p.marks, *([pytest.mark.slow] if p.values[0] in slow else [])))
+              for p in params_marking_variants_slow(zoo.list_models())), *references.SHALLOW]
 
 
 @pytest.mark.parametrize("name", _params())
@@ -91,7 +92,7 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     # Built here, it has the reference's layers and runs; its .keras file written here loads back to the same
     # layers, weights and outputs. All three share one compiled forward graph (`_forward`).
     keras.utils.set_random_seed(0)
-    fresh = build_small(name)
+    fresh = references.build(name)
     assert _layers(fresh) == _layers(model)
     forward = _forward(model)
     out = forward(fresh, x)
@@ -104,11 +105,11 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     np.testing.assert_array_equal(forward(loaded, x), out)
 
 
-@pytest.mark.parametrize("name", _params(references.COVERED_ELSEWHERE | references.FIT_STEP_SLOW))
+@pytest.mark.parametrize("name", _params())
 def test_one_fit_step_through_zoos_train_step_moves_the_weights(name):
     model, _, expected = _reference(name)
-    spec = registry.get_spec(name)
-    batch = sample_input(name, batch=4)
+    spec = registry.get_spec(references.family(name))
+    batch = sample_input(references.family(name), batch=4)
     if spec.task == "classification":
         y, loss = np.arange(4) % expected.shape[-1], "sparse_categorical_crossentropy"
     else:

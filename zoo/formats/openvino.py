@@ -6,8 +6,10 @@
 - int8: NNCF post-training quantization (`nncf.quantize`, int8 weights per channel, int8 activations per
   tensor, with the preset and model type OpenVINO recommends for the graph and, except for transformers,
   global min/max activation ranges and full bias correction: `zoo.formats.ptq.nncf_presets`)
-  calibrated on the calibration data; 7-bit weights unless `target_cpu="vnni"` (NNCF's overflow fix in
-  every layer), so that x86 CPUs without VNNI compute what the verifying machine did. With
+  calibrated on the calibration data, and where that int8 keeps fewer than 99% of float's decisions on
+  the test inputs, fast bias correction too, the better kept (`zoo.formats.ptq.fallback`); 7-bit weights
+  unless `target_cpu="vnni"` (NNCF's overflow fix in every layer), so that x86 CPUs without VNNI compute
+  what the verifying machine did. With
   `max_accuracy_drop` or `min_agreement`, NNCF's own accuracy-aware quantization
   (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
   validation accuracy (or the agreement with the float IR's decisions) is within bound.

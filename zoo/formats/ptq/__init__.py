@@ -6,5 +6,7 @@ layer, below export).
   model of a quantization-aware model, from its learned ranges);
 - `tflite_denylist`, `litert_selective`: TFLite int8 with chosen layers kept float (the converter's
   denylist; LiteRT's selective quantizer);
+- `fallback`: a runtime's default int8 and its fallback setting, the one that keeps more of float's
+  decisions on the test inputs kept;
 - `budget`: guarded int8 (`max_accuracy_drop`, `min_agreement`), keeping the most sensitive layers in float.
 """
