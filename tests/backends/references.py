@@ -30,9 +30,9 @@ COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "v
                      "convnext_tiny"}
 # Shallow members of the deepest families, built by the family's own builder with one block per stage: every layer
 # class of the first member (DenseNet's AveragePooling2D and Concatenate, which no other family has; ConvNeXt's
-# Normalization, LayerNormalization, LayerScale and ChannelwiseConv2D), checked by default on JAX and PyTorch, fit step included,
-# without the XLA compilation of 58 dense layers or 18 ConvNeXt blocks (`tests/test_backends.py` checks the
-# classes). name -> (the family's first member, its builder, builder keywords).
+# Normalization, LayerNormalization, LayerScale and ChannelwiseConv2D), checked by default on JAX and PyTorch,
+# fit step included, without the XLA compilation of 58 dense layers or 18 ConvNeXt blocks (`tests/test_backends.py`
+# checks the classes). name -> (the family's first member, its builder, builder keywords).
 SHALLOW = {
     "densenet_blocks": ("densenet121", densenet, {"blocks": (1, 1, 1, 1)}),
     "convnext_blocks": ("convnext_tiny", convnext, {"depths": (1, 1, 1, 1), "projection_dims": (16, 32, 48, 64)}),

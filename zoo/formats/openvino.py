@@ -252,8 +252,8 @@ _BIAS_CORRECTION = {False: "full bias correction", True: "fast bias correction"}
 def _quantize_kept(conversion, model, named: dict, settings, ov):
     """(int8 model, details): `nncf.quantize` with `settings`, and where its int8 keeps fewer than
     `fallback.BELOW` of float's decisions on the test inputs, with fast bias correction too, keeping the one
-    that keeps more (`fallback.keep_better`; a tie keeps the first). Full bias correction gained 1.4 and 1.9
-    points over fast on MobileNet and MobileNetV2 and lost 24 on a VGG19 trained for one epoch
+    that keeps more (`fallback.keep_better`; a tie keeps the first). Full bias correction kept more decisions
+    than fast on the compatibility matrix's MobileNets and far fewer on its VGG19, trained for one epoch
     (results/compat/int8_schemes_openvino.md, results/compat/vgg19_openvino_bias_correction.json)."""
     import dataclasses
 
