@@ -284,9 +284,8 @@ def test_openvino_int8_keeps_the_bias_correction_that_keeps_more_decisions(tmp_p
     import nncf
     import openvino as ov
 
-    from zoo.formats.ptq.nncf_presets import recommended
-
     from zoo.formats.openvino import IR_NAME
+    from zoo.formats.ptq.nncf_presets import recommended
 
     model, x = _near_tied_dense(4)
     report = zoo.export.export(model, tmp_path, ["openvino"], precision=("float32", "int8"),
