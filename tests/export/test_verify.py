@@ -25,3 +25,25 @@ def test_float16_outputs_past_its_range_say_why():
     assert "beyond float16's largest value" in problem
     # A value within float16's range (6e4, a multiple of its spacing of 32 there) passes.
     assert compare({"y": np.array([[6e4]], np.float16).astype(np.float64)}, {"y": np.array([[6e4]])}, "float16").passed
+
+
+def test_a_missed_int8_criterion_names_the_remedies_unless_one_was_taken():
+    from types import SimpleNamespace
+
+    from zoo.export.verify import int8_remedy
+
+    keras_out = {"p": np.eye(10)[np.arange(100) % 10]}
+    flipped = {"p": keras_out["p"].copy()}
+    flipped["p"][:2] = np.roll(flipped["p"][:2], 1, axis=-1)  # 2 of 100 decisions change: 98%
+    missed = compare(flipped, keras_out, "int8")
+
+    def job(qat=False, **options):
+        return SimpleNamespace(target=SimpleNamespace(precision="int8", options=options),
+                               model=SimpleNamespace(quantization_aware=qat))
+
+    remedy = int8_remedy(missed, job())
+    # Full agreement on n inputs has a 95% Wilson lower bound of n / (n + 1.96^2): 99% needs n >= 380.3.
+    assert "(--min-agreement 99)" in remedy and "381 inputs" in remedy and "--qat-from" in remedy
+    assert int8_remedy(missed, job(min_agreement=99.0)) is None  # the guard was asked for already
+    assert int8_remedy(missed, job(qat=True)) is None  # the ranges were learned
+    assert int8_remedy(compare(keras_out, keras_out, "int8"), job()) is None

@@ -38,7 +38,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     """Converts and verifies one target, in this process. Never raises for a format's own failure."""
     import importlib
 
-    from zoo.export.verify import verify
+    from zoo.export.verify import int8_remedy, verify
     from zoo.formats.conversion import Conversion
 
     target = job.target
@@ -82,7 +82,8 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     result.verification, result.verify_s = verification, time.perf_counter() - t1
     result.status = PASSED if verification.passed else FAILED_VERIFICATION
     if verification.problems:
-        result.error = "; ".join(verification.problems)
+        remedy = int8_remedy(verification, job)
+        result.error = "; ".join(verification.problems) + (f". {remedy[0].upper()}{remedy[1:]}" if remedy else "")
     return result
 
 

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from zoo.formats.base import TEST, Runner, median
+from zoo.formats.base import INT8_GUARDS, TEST, Runner, median
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,3 +150,20 @@ def verify(runner: Runner, conversion) -> Verification:
         result.latency_ms, result.latency_runs = median(times), len(times)
     result.runtime = runner.runtime  # some runners say more once they have run (TF.js: the backend)
     return result
+
+
+def int8_remedy(verification: Comparison, job) -> str | None:
+    """What to do where post-training int8 missed the argmax criterion: the guards (`zoo.formats.ptq.budget`)
+    keep float the layers whose int8 moves the outputs most, and quantization-aware training learns the ranges.
+    None where the criterion held, a guard was already asked for, or the ranges were learned already."""
+    from zoo.formats.ptq.budget import inputs_needed
+
+    need = CRITERIA["int8"].min_argmax_agreement
+    agreement = verification.argmax_agreement
+    if (job.target.precision != "int8" or agreement is None or agreement >= need or job.model.quantization_aware
+            or any(job.target.options.get(g) is not None for g in INT8_GUARDS)):
+        return None
+    return (f"to reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
+            "layers whose int8 moves the outputs most, measured on the validation data (at least "
+            f"{inputs_needed(need)} inputs), at some cost in size and speed; or fine-tune the model quantization-aware "
+            "(zoo train --qat-from RUN/last.keras) and export that")
