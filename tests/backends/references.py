@@ -16,6 +16,7 @@ import numpy as np
 
 from zoo.architectures.convnext import convnext
 from zoo.architectures.densenet import densenet
+from zoo.architectures.mobilenet_v3 import SMALL, mobilenet_v3
 
 QAT = "qat_convnet_bn"  # the quantization-aware reference's name
 
@@ -23,19 +24,22 @@ QAT = "qat_convnet_bn"  # the quantization-aware reference's name
 # that cost most there (loading, compiling and stepping a deep graph on JAX): their checks there run with
 # `-m slow`, as their size variants do (their references are written then only); on TensorFlow they run by
 # default. Classes (`type(layer)` over `_flatten_layers`): DepthwiseConv2D, Multiply (squeeze-excite), ReLU and
-# Rescaling run in mobilenet_v3_small, Reshape in mixer_s32, ZeroPadding2D and the rest of theirs in
-# mobilenet_v3_small, resnet20 and convnet_bn; DenseNet-121's and ConvNeXt-Tiny's all run in their shallow
-# members (`SHALLOW`).
+# Rescaling run in MobileNetV3's shallow member, Reshape in mixer_s32, ZeroPadding2D and the rest of theirs in
+# that member, resnet20 and convnet_bn; DenseNet-121's, ConvNeXt-Tiny's and MobileNetV3-Small's all run in their
+# shallow members (`SHALLOW`).
 COVERED_ELSEWHERE = {"efficientnet_b0", "efficientnet_v2_b0", "mobilenet_v2", "vgg16", "resnet18", "densenet121",
-                     "convnext_tiny"}
-# Shallow members of the deepest families, built by the family's own builder with one block per stage: every layer
-# class of the first member (DenseNet's AveragePooling2D and Concatenate, which no other family has; ConvNeXt's
-# Normalization, LayerNormalization, LayerScale and ChannelwiseConv2D), checked by default on JAX and PyTorch,
-# fit step included, without the XLA compilation of 58 dense layers or 18 ConvNeXt blocks (`tests/test_backends.py`
-# checks the classes). name -> (the family's first member, its builder, builder keywords).
+                     "convnext_tiny", "mobilenet_v3_small"}
+# Shallow members of the deepest families, built by the family's own builder with a block or a few per stage: every
+# layer class of the first member (DenseNet's AveragePooling2D and Concatenate, which no other family has; ConvNeXt's
+# Normalization, LayerNormalization, LayerScale and ChannelwiseConv2D; MobileNetV3's hard swish and squeeze-excite),
+# checked by default on JAX and PyTorch, fit step included, without the XLA compilation of 58 dense layers, 18 ConvNeXt
+# blocks or 11 bottlenecks (`tests/test_backends.py` checks the classes). name -> (the family's first member, its
+# builder, builder keywords).
 SHALLOW = {
     "densenet_blocks": ("densenet121", densenet, {"blocks": (1, 1, 1, 1)}),
     "convnext_blocks": ("convnext_tiny", convnext, {"depths": (1, 1, 1, 1), "projection_dims": (16, 32, 48, 64)}),
+    # Table 2's first rows: ReLU with and without squeeze-excite, then hard swish with it, strided and residual.
+    "mobilenet_v3_blocks": ("mobilenet_v3_small", mobilenet_v3, {"size": "small", "blocks": SMALL[:2] + SMALL[3:5]}),
 }
 
 

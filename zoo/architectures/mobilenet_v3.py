@@ -13,6 +13,7 @@ model takes pixels in [0, 255] (`include_preprocessing=True`, as Keras).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import keras
 
@@ -148,6 +149,7 @@ def mobilenet_v3(
     dropout: float = 0.2,
     bn_momentum: float = 0.999,
     classifier_activation: str | None = "softmax",
+    blocks: Sequence[Bneck] | None = None,
 ):
     """MobileNetV3 (Howard et al. 2019), as keras.applications builds it.
 
@@ -167,6 +169,9 @@ def mobilenet_v3(
         dropout: before the classifier conv (Keras' `dropout_rate`).
         bn_momentum: BatchNorm moving-average momentum; Keras' 0.999 suits ImageNet-length runs, a
             few-epoch run wants 0.99 (see `mobilenet_v2`).
+        blocks: the bottleneck rows (`Bneck`) to build instead of `size`'s table, a reduced or searched
+            network (keras-hub's MobileNet backbone takes its stack as lists the same way); `size` still
+            sets the head's width.
 
     Example:
         >>> model = zoo.build("mobilenet_v3_small", input_shape=(96, 96, 3), num_classes=10)
@@ -180,6 +185,11 @@ def mobilenet_v3(
     if not 0 <= bn_momentum < 1:
         raise ValueError(f"bn_momentum must be in [0, 1). Received: bn_momentum={bn_momentum}")
     stack, last_point = _STACKS[size]
+    if blocks is not None:
+        stack = tuple(blocks)
+        if not stack or not all(isinstance(b, Bneck) for b in stack):
+            raise ValueError(f"blocks must be a non-empty sequence of mobilenet_v3.Bneck rows. "
+                             f"Received: blocks={blocks!r}")
     big_kernel = 3 if minimalistic else 5
     inputs = keras.Input(tuple(input_shape), name="image")
     x = inputs
