@@ -37,8 +37,9 @@ def test_a_missed_int8_criterion_names_the_remedies_unless_one_was_taken():
     flipped["p"][:2] = np.roll(flipped["p"][:2], 1, axis=-1)  # 2 of 100 decisions change: 98%
     missed = compare(flipped, keras_out, "int8")
 
-    def job(qat=False, **options):
-        return SimpleNamespace(target=SimpleNamespace(precision="int8", options=options),
+    def job(qat=False, variant="int8", **options):
+        options = {"min_agreement": None, "max_accuracy_drop": None, **options}  # resolved, as the planner gives them
+        return SimpleNamespace(target=SimpleNamespace(variant=variant, precision="int8", options=options),
                                model=SimpleNamespace(quantization_aware=qat))
 
     remedy = int8_remedy(missed, job())
@@ -46,4 +47,5 @@ def test_a_missed_int8_criterion_names_the_remedies_unless_one_was_taken():
     assert "(--min-agreement 99)" in remedy and "381 inputs" in remedy and "--qat-from" in remedy
     assert int8_remedy(missed, job(min_agreement=99.0)) is None  # the guard was asked for already
     assert int8_remedy(missed, job(qat=True)) is None  # the ranges were learned
+    assert int8_remedy(missed, job(variant="uint8")) is None  # a TF.js file's uint8 weights: no guards there
     assert int8_remedy(compare(keras_out, keras_out, "int8"), job()) is None

@@ -155,13 +155,15 @@ def verify(runner: Runner, conversion) -> Verification:
 def int8_remedy(verification: Comparison, job) -> str | None:
     """What to do where post-training int8 missed the argmax criterion: the guards (`zoo.formats.ptq.budget`)
     keep float the layers whose int8 moves the outputs most, and quantization-aware training learns the ranges.
-    None where the criterion held, a guard was already asked for, or the ranges were learned already."""
+    None where the criterion held, the artifact is not a post-training full int8 of a format that has the guards
+    (a TF.js uint8 file's weights alone are quantized), a guard was already asked for, or the ranges were learned."""
     from zoo.formats.ptq.budget import inputs_needed
 
     need = CRITERIA["int8"].min_argmax_agreement
     agreement = verification.argmax_agreement
-    if (job.target.precision != "int8" or agreement is None or agreement >= need or job.model.quantization_aware
-            or any(job.target.options.get(g) is not None for g in INT8_GUARDS)):
+    options = job.target.options  # resolved: every option the format declares
+    if (job.target.variant != "int8" or not set(INT8_GUARDS) <= set(options) or agreement is None or agreement >= need
+            or job.model.quantization_aware or any(options.get(g) is not None for g in INT8_GUARDS)):
         return None
     return (f"to reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
             "layers whose int8 moves the outputs most, measured on the validation data (at least "
