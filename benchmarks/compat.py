@@ -291,8 +291,10 @@ def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
             for precisions, formats in groups.items()]
 
 
-def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vnni_reference: bool = False) -> dict:
-    """Exports one model to the given cells; returns its row: facts and one dict per cell."""
+def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vnni_reference: bool = False,
+              timeout_s: float = 900) -> dict:
+    """Exports one model to the given cells (`timeout_s`: per artifact, as `zoo.export.export`'s); returns its
+    row: facts and one dict per cell."""
     import keras
 
     from zoo.export import ExportData, export
@@ -334,11 +336,11 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
             data = ExportData(test=int8_test if int8 else test_data, description=description,
                               calibration=representative if int8 else None)
             reports.append(export(model, out_dir / candidate.name / str(i), formats, data=data, latency_runs=0,
-                                  process=process, **options))
+                                  process=process, timeout_s=timeout_s, **options))
         if vnni_reference and ("onnx", "int8") in cells and candidate.classifier:  # on the same images
             data = ExportData(test=int8_test, description=description, calibration=representative)
             vnni = export(model, out_dir / candidate.name / "vnni", ["onnx"], precision=["int8"], target_cpu="vnni",
-                          data=data, latency_runs=0, process=process).results[0]
+                          data=data, latency_runs=0, process=process, timeout_s=timeout_s).results[0]
     except Exception as e:  # the model itself could not be built or traced: every cell says why
         reason = f"{type(e).__name__}: {e}"[:600]
         row["cells"].update({_cell_key(*c): {"status": "export_failed", "error": reason} for c in cells})
@@ -369,7 +371,7 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
         if "int8" in key and cell["status"] == "failed_verification" and cell.get("argmax_agreement") is not None:
             validation = prepared_images(candidate, VALIDATION_SAMPLES, size, SEEDS["validation"])[0]
             cell["remedy"] = remedy(model, key.split("[")[0], out_dir / candidate.name / f"remedy_{key.split('[')[0]}",
-                                    int8_test, representative, validation, description, process)
+                                    int8_test, representative, validation, description, process, timeout_s)
     report = reports[0]
     row["traced_from"] = report.model.get("traced_from")
     row["keras_accuracy"] = report.keras.accuracy
@@ -391,7 +393,7 @@ def _agreement_on_first(path, decisions, x) -> float | None:
 
 
 def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation, description: str,
-           process=None) -> dict:
+           process=None, timeout_s: float = 900) -> dict:
     """The int8 a user gets from `min_agreement=MIN_AGREEMENT` (`--min-agreement 99`): the most sensitive layers
     kept float until int8 agrees with float on the validation images; verified on the evaluation images."""
     from zoo.export import ExportData, export
@@ -399,7 +401,7 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
     try:
         data = ExportData(calibration=representative, validation=validation, test=test_data, description=description)
         report = export(model, out_dir, [fmt], precision=["int8"], data=data, min_agreement=MIN_AGREEMENT,
-                        latency_runs=0, process=process)
+                        latency_runs=0, process=process, timeout_s=timeout_s)
     except Exception as e:  # noqa: BLE001 - a failed remedy is a result
         return {"status": "export_failed", "error": f"{type(e).__name__}: {e}"[:600]}
     r = report.results[0]
@@ -463,6 +465,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--vnni-reference", action="store_true",
                         help="also export ONNX int8 for target_cpu=vnni and record its agreement in the onnx[int8] "
                              "cell")
+    parser.add_argument("--timeout", type=float, default=900, metavar="S",
+                        help="seconds each artifact may take to convert and verify (default 900, as zoo export's)")
     parser.add_argument("--list", nargs=0, action=_ListModels, help="list the models and exit")
 
 
@@ -492,7 +496,7 @@ def run(args) -> dict:
     """The matrix over the models of `args` (resumable: see `run_matrix`), written to `args.results`."""
     pool = by_name(args.models) if args.models else candidates(args.all, not args.no_hub)
     data = run_matrix(pool, results_dir=args.results, resume=not args.fresh, cells=chosen_cells(args.cells),
-                      vnni_reference=args.vnni_reference)
+                      vnni_reference=args.vnni_reference, timeout_s=args.timeout)
     failed = [f"{name} {key}" for name, row in data["models"].items() for key, cell in row["cells"].items()
               if cell["status"] != "passed"]
     print(f"{len(data['models'])} models; {len(failed)} cells not passed" + (": " + ", ".join(failed) if failed else ""))
@@ -500,7 +504,7 @@ def run(args) -> dict:
 
 
 def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cells=CELLS, resume: bool = True,
-               progress=print, vnni_reference: bool = False) -> dict:
+               progress=print, vnni_reference: bool = False, timeout_s: float = 900) -> dict:
     """Runs the matrix over `pool` (default: `candidates()`), one model at a time, saving after each.
 
     With `resume`, cells already in `results_dir/compat.json` are skipped (passed or not: a failure
@@ -532,7 +536,7 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
             # costs seconds, a model minutes.
             process = ConversionProcess(log_path=work / "conversion.log")
             try:
-                row = run_model(candidate, work, todo, process, vnni_reference)
+                row = run_model(candidate, work, todo, process, vnni_reference, timeout_s)
             finally:
                 process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
