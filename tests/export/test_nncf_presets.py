@@ -41,3 +41,28 @@ def test_preset_model_type_and_calibration_follow_the_graph(tmp_path, body, pres
         else:
             assert kwargs["fast_bias_correction"] is False and ranges == RangeEstimatorParametersSet.MINMAX, kwargs
     assert ("full bias correction" in settings.describe()) != transformer, settings.describe()
+
+
+def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_convolutions(tmp_path):
+    """`openvino.layers_by_order`: what the accuracy guard reports as kept float (`float_layers`)."""
+    import openvino as ov
+
+    from zoo.formats.openvino import WEIGHTED_OPS, layers_by_order
+
+    def model(pointwise_filters):
+        keras.utils.set_random_seed(0)
+        image = keras.Input((16, 16, 3), name="image")
+        x = keras.layers.Conv2D(8, 3, padding="same", name="stem_conv")(image)
+        x = keras.layers.ReLU(name="stem_relu")(keras.layers.BatchNormalization(name="stem_bn")(x))
+        x = keras.layers.Conv2D(pointwise_filters, 1, name="pw")(keras.layers.DepthwiseConv2D(3, name="dw")(x))
+        return keras.Model(image, keras.layers.Dense(4, name="head")(keras.layers.GlobalAveragePooling2D()(x)))
+
+    keras_model = model(16)
+    keras_model.export(str(tmp_path / "saved_model"), verbose=False)
+    ir = ov.convert_model(str(tmp_path / "saved_model"))
+    ops = [op for op in ir.get_ordered_ops() if op.get_type_name() in WEIGHTED_OPS]
+    assert [op.get_type_name() for op in ops] == ["Convolution", "GroupConvolution", "Convolution", "MatMul"]
+    assert not any(name in ops[0].get_friendly_name() for name in ("stem", "pw"))  # named after a transpose
+    found = layers_by_order(ir, keras_model)
+    assert [found[op.get_friendly_name()] for op in ops] == ["stem_conv", "dw", "pw", "head"]
+    assert layers_by_order(ir, model(32)) == {}  # the same layers with other weights' shapes: no guess

@@ -202,8 +202,7 @@ def _quantize(conversion, model, ov):
     compile_ = lambda m: core.compile_model(m, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})  # noqa: E731
 
     def predict(compiled):
-        output = compiled.outputs[0]
-        return np.concatenate([compiled(x[i : i + 256])[output] for i in range(0, len(x), 256)])
+        return _first_output(compiled, {"x": x})
 
     # Agreement is with the float IR's decisions; accuracy with the labels.
     reference = predict(compile_(model)).argmax(-1) if goal.metric == "agreement" else y
@@ -227,7 +226,9 @@ def _quantize(conversion, model, ov):
                                                                ("chosen", quantized))}
     in_full, in_chosen = quantized_ops(full), quantized_ops(quantized)
     reverted = sorted(set(in_full) - set(in_chosen))
-    layers = sorted({layer_of(in_full[op], conversion.keras_model()) for op in reverted})
+    keras_model = conversion.keras_model()
+    by_order = layers_by_order(full, keras_model)
+    layers = sorted({by_order.get(op) or layer_of(in_full[op], keras_model) for op in reverted})
     drop = 100 * (metrics["float32"] - metrics["chosen"])
     within = (wilson_interval(metrics["chosen"], len(x))[0] >= 1 - goal.max_drop / 100 - 1e-9
               if goal.metric == "agreement" else drop <= goal.max_drop + 1e-9)
@@ -293,11 +294,18 @@ def _quantize_kept(conversion, model, named: dict, settings, ov):
 
 def _outputs(ov, model, x: dict) -> np.ndarray:
     """The first output of `model` (an `openvino.Model`) on the named inputs `x`, in float32 arithmetic."""
-    compiled = ov.Core().compile_model(model, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"})
-    output, n = compiled.outputs[0], len(next(iter(x.values())))
-    feed = (lambda i: _feed(next(iter(x.values()))[i : i + 256])) if len(x) == 1 else (
-        lambda i: {k: _feed(v[i : i + 256]) for k, v in x.items()})
-    return np.concatenate([compiled(feed(i))[output] for i in range(0, n, 256)])
+    return _first_output(ov.Core().compile_model(model, DEVICE, {"INFERENCE_PRECISION_HINT": "f32"}), x)
+
+
+def _first_output(compiled, x: dict) -> np.ndarray:
+    """The first output of a compiled model on the named inputs `x`, in chunks of 256."""
+    output = compiled.outputs[0]
+
+    def run(batch: dict) -> dict:  # one input by position: the IR may name it differently from the signature
+        feed = {k: _feed(v) for k, v in batch.items()}
+        return {"first": compiled(next(iter(feed.values())) if len(feed) == 1 else feed)[output]}
+
+    return predict_in_chunks(run, x, 256)["first"]
 
 
 def _costs(conversion, models: dict, x1: np.ndarray, ov) -> dict:
@@ -314,12 +322,41 @@ def _costs(conversion, models: dict, x1: np.ndarray, ov) -> dict:
     return {"size_bytes": sizes, "latency_ms": latency}
 
 
+WEIGHTED_OPS = ("Convolution", "GroupConvolution", "MatMul")
+
+
+def layers_by_order(model, keras_model) -> dict[str, str]:
+    """Each weighted op of `model` (an `openvino.Model`) -> its Keras layer's name, where the k-th weighted op in
+    the IR's topological order is the k-th weighted Keras layer (`budget.WEIGHTED`, nested models' in place) and
+    every pair's weights hold the same dimensions; else {} (`layer_of` goes by names instead).
+
+    The names cannot be relied on: OpenVINO's TF frontend moves NHWC convolutions between transposes, and the
+    convolutions come out named `Transpose_N` or `Convolution_N`, as do their neighbours in deep graphs."""
+    from zoo.formats.ptq.budget import WEIGHTED
+
+    ops = [op for op in model.get_ordered_ops() if op.get_type_name() in WEIGHTED_OPS]
+    layers = [layer for layer in keras_model._flatten_layers(include_self=False) if type(layer).__name__ in WEIGHTED]
+    if len(ops) != len(layers):
+        return {}
+
+    def dims(shape) -> list[int]:  # layouts differ (HWIO against OIHW, grouped): the sizes must not
+        return sorted(int(d) for d in shape if int(d) != 1)
+
+    found = {}
+    for op, layer in zip(ops, layers):
+        weights, kernel = op.input_value(1).get_partial_shape(), getattr(layer, "kernel", None)
+        if kernel is None or weights.is_dynamic or dims(weights.to_shape()) != dims(kernel.shape):
+            return {}
+        found[op.get_friendly_name()] = layer.name
+    return found
+
+
 def quantized_ops(model) -> dict[str, list[str]]:
     """The weighted ops (convolutions, matmuls) that take a FakeQuantize'd input: friendly name -> the names of
     the op and of the nodes feeding it (a few hops up), which carry the TF name scope of its Keras layer."""
     found = {}
     for op in model.get_ordered_ops():
-        if op.get_type_name() not in ("Convolution", "GroupConvolution", "MatMul"):
+        if op.get_type_name() not in WEIGHTED_OPS:
             continue
         inputs = [op.input_value(i).get_node() for i in range(op.get_input_size())]
         if any(_reaches_fake_quantize(node) for node in inputs):
@@ -351,7 +388,7 @@ def _upstream_names(nodes, depth: int = 3) -> list[str]:
 def _reaches_fake_quantize(node, depth: int = 3) -> bool:
     if node.get_type_name() == "FakeQuantize":
         return True
-    if depth == 0 or node.get_type_name() in ("Parameter", "Convolution", "GroupConvolution", "MatMul"):
+    if depth == 0 or node.get_type_name() in ("Parameter", *WEIGHTED_OPS):
         return False
     return any(_reaches_fake_quantize(node.input_value(i).get_node(), depth - 1) for i in range(node.get_input_size()))
 
