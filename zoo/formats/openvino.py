@@ -328,7 +328,8 @@ WEIGHTED_OPS = ("Convolution", "GroupConvolution", "MatMul")
 def layers_by_order(model, keras_model) -> dict[str, str]:
     """Each weighted op of `model` (an `openvino.Model`) -> its Keras layer's name, where the k-th weighted op in
     the IR's topological order is the k-th weighted Keras layer (`budget.WEIGHTED`, nested models' in place) and
-    every pair's weights hold the same dimensions; else {} (`layer_of` goes by names instead).
+    every pair's weights have the shape the op's layout gives the layer's kernel; else {} (`layer_of` goes by
+    names instead; ResNet50's shortcut convolutions, for one, come in another order).
 
     The names cannot be relied on: OpenVINO's TF frontend moves NHWC convolutions between transposes, and the
     convolutions come out named `Transpose_N` or `Convolution_N`, as do their neighbours in deep graphs."""
@@ -338,17 +339,24 @@ def layers_by_order(model, keras_model) -> dict[str, str]:
     layers = [layer for layer in keras_model._flatten_layers(include_self=False) if type(layer).__name__ in WEIGHTED]
     if len(ops) != len(layers):
         return {}
-
-    def dims(shape) -> list[int]:  # layouts differ (HWIO against OIHW, grouped): the sizes must not
-        return sorted(int(d) for d in shape if int(d) != 1)
-
     found = {}
     for op, layer in zip(ops, layers):
         weights, kernel = op.input_value(1).get_partial_shape(), getattr(layer, "kernel", None)
-        if kernel is None or weights.is_dynamic or dims(weights.to_shape()) != dims(kernel.shape):
+        if kernel is None or weights.is_dynamic or [int(d) for d in weights.to_shape()] not in _ov_weights(
+                op.get_type_name(), [int(d) for d in kernel.shape]):
             return {}
         found[op.get_friendly_name()] = layer.name
     return found
+
+
+def _ov_weights(op_type: str, kernel: list[int]) -> list[list[int]]:
+    """The weight shapes an op of `op_type` holds for a Keras kernel of shape `kernel` (spatial..., in, out)."""
+    *spatial, c_in, c_out = kernel
+    if op_type == "Convolution":  # [out, in, spatial...]
+        return [[c_out, c_in, *spatial]]
+    if op_type == "GroupConvolution":  # depthwise: [groups = in, multiplier, 1, spatial...]
+        return [[c_in, c_out, 1, *spatial]]
+    return [[c_in, c_out], [c_out, c_in]]  # MatMul, either orientation
 
 
 def quantized_ops(model) -> dict[str, list[str]]:
