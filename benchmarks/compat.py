@@ -520,7 +520,9 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json")
     data.setdefault("models", {})
-    before = {"run": data.get("created"), "cpu": (data.get("machine") or {}).get("cpu")}  # of the cells it replaces
+    # Of the cells a re-run replaces that do not say when and where they ran: the file's last run, their run before
+    # `--cells` re-ran columns alone.
+    before = {"run": data.get("created"), "cpu": (data.get("machine") or {}).get("cpu")}
     work = Path(tempfile.mkdtemp(prefix="zoo-compat-"))
     try:
         for candidate in pool if pool is not None else candidates():
@@ -540,13 +542,15 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
             finally:
                 process.close()
             shutil.rmtree(work / candidate.name, ignore_errors=True)
+            now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            for cell in row["cells"].values():  # each cell says when it ran: a later `--cells` run leaves it be
+                cell["run"] = now
             for key in row["cells"].keys() & kept.keys():  # re-run: what it replaced stays on record
                 row["cells"][key]["previous"] = superseded(kept[key], **before)
             row["cells"] = {**done, **row["cells"]}
             data["models"][candidate.name] = row
             columns = {*data.get("cells", ()), *(_cell_key(*c) for c in cells)}  # in CELLS order
-            data.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        versions=versions(), machine=machine(),
+            data.update(created=now, versions=versions(), machine=machine(),
                         cells=[_cell_key(*c) for c in CELLS if _cell_key(*c) in columns])
             save(data, results_dir)
             if progress:
@@ -569,6 +573,7 @@ def superseded(cell: dict, run: str | None = None, cpu: str | None = None) -> di
         out["remedy_agreement"] = cell["remedy"]["argmax_agreement"]
     if cell.get("previous"):  # a cell re-run more than once keeps each figure it replaced, the newest outermost
         out["previous"] = cell["previous"]
+    run = cell.get("run") or run
     return {**out, **({"run": run} if run else {}), **({"cpu": cpu} if cpu and "cpu" not in out else {})}
 
 

@@ -117,10 +117,15 @@ def test_a_rerun_cell_keeps_what_it_replaced_and_the_table_shows_both(tmp_path, 
                                 "eval_samples": 100, "remedy_agreement": 1.0, "run": "2026-11-23T00:00:00+00:00"}
     table = (tmp_path / "compat.md").read_text()
     assert "| tiny_cnn | 99.5% / 100% (was 96%) |" in table and "(100 images)" in table
+    first_run = cell["run"]
+    stored = json.loads((tmp_path / "compat.json").read_text())
+    stored["created"] = "2026-11-24T00:00:00+00:00"  # a later run of other cells: not when this one ran
+    (tmp_path / "compat.json").write_text(json.dumps(stored))
     again = {**new, "argmax_agreement": 0.999}
     monkeypatch.setattr(compat, "run_model", lambda *a, **k: {"family": "CNN", "source": "test", "seconds": 1,
                                                                "cells": {"onnx[int8]": dict(again)}})
     data = compat.run_matrix(POOL[:1], results_dir=tmp_path, cells=(("onnx", "int8"),), resume=False, progress=None)
     cell = data["models"]["tiny_cnn"]["cells"]["onnx[int8]"]
     assert cell["previous"]["argmax_agreement"] == 0.995 and cell["previous"]["previous"]["argmax_agreement"] == 0.96
+    assert cell["previous"]["run"] == first_run != "2026-11-24T00:00:00+00:00"
     assert "| tiny_cnn | 99.9% / 100% (was 96%, then 99.5%) |" in (tmp_path / "compat.md").read_text()
