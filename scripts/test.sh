@@ -11,7 +11,6 @@ export TF_CPP_MIN_LOG_LEVEL=2 ZOO_REQUIRE_DATA=1
 cores=$(nproc)
 # Each worker's TensorFlow (and the training and conversion processes it starts) runs an op on one thread:
 # the workers are the parallelism, and a thread pool per core in each worker only competes for the cores.
-# OMP_NUM_THREADS does the same for PyTorch's pool (the suite's PyTorch run: 52.6 to 36.4 s of CPU, alone) and
-# numpy's BLAS.
+# OMP_NUM_THREADS does the same for PyTorch's pool and numpy's BLAS.
 export TF_NUM_INTRAOP_THREADS=${TF_NUM_INTRAOP_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 exec .venv/bin/python -m pytest -q -n "$(( cores < 4 ? cores : 4 ))" --dist loadfile --no-loadscope-reorder --durations=30 "$@"
