@@ -83,7 +83,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     result.status = PASSED if verification.passed else FAILED_VERIFICATION
     if verification.problems:
         remedy = int8_remedy(verification, job)
-        result.error = "; ".join(verification.problems) + (f". {remedy[0].upper()}{remedy[1:]}" if remedy else "")
+        result.error = "; ".join(verification.problems) + (f". {remedy}" if remedy else "")
     return result
 
 

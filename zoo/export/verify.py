@@ -165,7 +165,7 @@ def int8_remedy(verification: Comparison, job) -> str | None:
     if (job.target.variant != "int8" or not set(INT8_GUARDS) <= set(options) or agreement is None or agreement >= need
             or job.model.quantization_aware or any(options.get(g) is not None for g in INT8_GUARDS)):
         return None
-    return (f"to reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
+    return (f"To reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
             "layers whose int8 moves the outputs most, measured on the validation data (at least "
             f"{inputs_needed(need)} inputs), at some cost in size and speed; or fine-tune the model quantization-aware "
             "(zoo train --qat-from RUN/last.keras) and export that")
