@@ -12,6 +12,9 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("openvino") is None or 
 def _graph(tmp_path, body):
     import openvino as ov
 
+    from zoo.formats.openvino import decline_telemetry
+
+    decline_telemetry()  # as zoo converts
     inputs = keras.Input((8, 16), name="x")
     model = keras.Model(inputs, keras.layers.Dense(3)(keras.layers.GlobalAveragePooling1D()(body(inputs))))
     model.export(str(tmp_path / "saved_model"), verbose=False)
@@ -47,7 +50,7 @@ def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_conv
     """`openvino.layers_by_order`: what the accuracy guard reports as kept float (`float_layers`)."""
     import openvino as ov
 
-    from zoo.formats.openvino import WEIGHTED_OPS, layers_by_order
+    from zoo.formats.openvino import WEIGHTED_OPS, decline_telemetry, layers_by_order
 
     def model(pointwise_filters):
         keras.utils.set_random_seed(0)
@@ -59,6 +62,7 @@ def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_conv
 
     keras_model = model(16)
     keras_model.export(str(tmp_path / "saved_model"), verbose=False)
+    decline_telemetry()
     ir = ov.convert_model(str(tmp_path / "saved_model"))
     ops = [op for op in ir.get_ordered_ops() if op.get_type_name() in WEIGHTED_OPS]
     assert [op.get_type_name() for op in ops] == ["Convolution", "GroupConvolution", "Convolution", "MatMul"]
@@ -66,3 +70,27 @@ def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_conv
     found = layers_by_order(ir, keras_model)
     assert [found[op.get_friendly_name()] for op in ops] == ["stem_conv", "dw", "pw", "head"]
     assert layers_by_order(ir, model(32)) == {}  # the same layers with other weights' shapes: no guess
+
+
+def test_openvino_conversion_sends_no_telemetry_unless_the_user_opted_in(tmp_path, monkeypatch):
+    """`openvino.decline_telemetry`: without it, `convert_model` posts events (one per op type of this graph),
+    each from a fork of the converting process; where the user opted in, it is left as ovc made it."""
+    from openvino_telemetry import Telemetry
+    from openvino_telemetry.utils import sender
+    from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
+
+    from zoo.formats.openvino import decline_telemetry
+
+    sent = []
+    monkeypatch.setattr(sender.TelemetrySender, "send", lambda self, backend, message: sent.append(message))
+    _graph(tmp_path, lambda x: keras.layers.Dense(16, activation="relu")(x))
+    assert sent == []
+
+    monkeypatch.setattr(OptInChecker, "check", lambda self, *args, **kwargs: ConsentCheckResult.ACCEPTED)
+    telemetry = Telemetry()  # the process's one, made by convert_model above
+    telemetry.consent = True
+    try:
+        decline_telemetry.__wrapped__()  # past the once-per-process cache
+        assert telemetry.consent
+    finally:
+        telemetry.consent = False

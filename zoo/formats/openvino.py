@@ -14,6 +14,8 @@
   (`nncf.quantize_with_accuracy_control`) reverts the most sensitive operations to float until the
   validation accuracy (or the agreement with the float IR's decisions) is within bound.
 
+OpenVINO's usage telemetry is off for zoo's conversions unless the user opted in (`decline_telemetry`).
+
 The runtime runs with `INFERENCE_PRECISION_HINT=f32`: on CPUs with AVX512-BF16 or AMX the CPU plugin
 would otherwise run float models in bfloat16, which is not the float32 the artifact promises.
 Install with `pip install 'zoo[openvino]'` (openvino 2026.4, nncf 3.4: both install beside
@@ -22,6 +24,7 @@ TensorFlow 2.21, protobuf 7 and numpy 2.4 without changing them).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -67,6 +70,28 @@ def _require():
         raise ImportError("The openvino format needs OpenVINO: pip install 'zoo[openvino]' (openvino, nncf).") from None
 
 
+@functools.cache
+def decline_telemetry() -> None:
+    """OpenVINO's usage telemetry, off in this process unless the user opted in (`opt_in_out --opt_in`).
+
+    ovc and NNCF send it unless the user opted out (openvinotoolkit/openvino#20290): an event per converted op
+    type among others, each posted by a fork of the converting process (`openvino_telemetry.backend.backend_ga4`)
+    that waits out a timeout where there is no network. OpenVINO's own CI turns it off for that cost
+    (openvinotoolkit/openvino#20391); zoo converts offline and sends nothing unasked. The process holds one
+    `Telemetry` (a singleton): ovc makes it again whenever its application name changes (`init_ovc_telemetry`),
+    and NNCF takes it as it finds it, so it is made here as `convert_model` makes it, then declined. The event
+    `import openvino` sends is out of reach: it goes before any code of zoo's can run. Nothing is written to the
+    user's consent file.
+    """
+    try:
+        from openvino.tools.ovc.telemetry_utils import init_ovc_telemetry
+        from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
+    except ImportError:  # ovc and NNCF then use their stubs, which send nothing
+        return
+    if OptInChecker().check(enable_opt_in_dialog=False) != ConsentCheckResult.ACCEPTED:
+        init_ovc_telemetry().consent = False
+
+
 def unsupported_ops(traced) -> list:
     """The graph's ops OpenVINO's TensorFlow frontend cannot convert.
 
@@ -105,6 +130,7 @@ def unsupported_ops(traced) -> list:
 
 def convert(conversion) -> Converted:
     _require()
+    decline_telemetry()
     import openvino as ov
 
     precision = conversion.target.variant
