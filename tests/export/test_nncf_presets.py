@@ -75,6 +75,7 @@ def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_conv
 def test_openvino_conversion_sends_no_telemetry_unless_the_user_opted_in(tmp_path, monkeypatch):
     """`openvino.decline_telemetry`: without it, `convert_model` posts events (one per op type of this graph),
     each from a fork of the converting process; where the user opted in, it is left as ovc made it."""
+    import openvino  # noqa: F401  (its import sends an event of its own, before zoo can decline)
     from openvino_telemetry import Telemetry
     from openvino_telemetry.utils import sender
     from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
