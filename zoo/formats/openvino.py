@@ -76,7 +76,7 @@ def decline_telemetry() -> None:
 
     ovc and NNCF send it unless the user opted out (openvinotoolkit/openvino#20290): an event per converted op
     type among others, each posted by a fork of the converting process (`openvino_telemetry.backend.backend_ga4`)
-    that waits out a timeout where there is no network. OpenVINO's own CI turns it off for that cost
+    that waits out a timeout where there is no network. OpenVINO's own CI turns it off
     (openvinotoolkit/openvino#20391); zoo converts offline and sends nothing unasked. The process holds one
     `Telemetry` (a singleton): ovc makes it again whenever its application name changes (`init_ovc_telemetry`),
     and NNCF takes it as it finds it, so it is made here as `convert_model` makes it, then declined. The event
