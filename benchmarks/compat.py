@@ -2,8 +2,8 @@
 backbones built from a config) x format x precision, each cell verified in its runtime.
 
 Each model is built without pretrained weights (no download here; what a converter sees is the
-graph) at a small input size where its architecture allows, and exported with `zoo.export.export`
-to every format of `zoo.formats` in float32 and, where the format offers it, full int8
+graph) at a small input size where its architecture allows, and exported with `zoo.deploy.export.export`
+to every format of `zoo.deploy.formats` in float32 and, where the format offers it, full int8
 (`matrix_cells`: derived from the formats' declarations, so a new format or precision joins the
 matrix without a line here). A cell records the status, the max abs diff to Keras (float32 cells)
 or the argmax agreement (int8), the artifact size and, when it fails, the reason.
@@ -33,7 +33,7 @@ on the CPU that runs the matrix.
 
 An int8 cell is plain full-int8 post-training quantization, as `precision="int8"` writes it. Where it
 misses the 99% agreement criterion, the matrix also exports what a user would run next (`remedy`):
-the same int8 with `min_agreement=99` (`zoo.formats.ptq.budget`: the layers whose int8 moves the
+the same int8 with `min_agreement=99` (`zoo.deploy.formats.ptq.budget`: the layers whose int8 moves the
 outputs most stay float until the 95% lower bound of int8's agreement with float, measured on 1000
 validation images of their own, reaches 99%),
 verified like the cell on the evaluation images it never saw, and records it in the cell (`remedy`:
@@ -60,9 +60,9 @@ MATRIX_PRECISIONS = ("float32", "int8")  # float16 and dynamic_int8 sit between 
 
 
 def matrix_cells(precisions=MATRIX_PRECISIONS) -> tuple[tuple[str, str], ...]:
-    """(format, precision) for every format, in `zoo.formats.MODULES` order: float32, and each
+    """(format, precision) for every format, in `zoo.deploy.formats.MODULES` order: float32, and each
     other of `precisions` the format declares (`Format.precisions`)."""
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     return tuple((f.name, p) for f in FORMATS.values() for p in precisions
                  if p == "float32" or p in (f.precisions or {}))
@@ -257,8 +257,8 @@ def _inputs(model, n: int, seed: int):
     rescales pixels by 1/255; raw [0, 255] pixels drive an untrained ResNetBackbone's features to 260,
     where float32's rounding alone differs by 2e-4 between runtimes); token ids in [0, 100), segment
     ids in {0, 1}, masks all ones; strings from the vocabulary of the lookup layer that reads them."""
-    from zoo.formats import inputs, model_io
-    from zoo.formats.trace import signature_of
+    from zoo.deploy.formats import inputs, model_io
+    from zoo.deploy.formats.trace import signature_of
 
     signature = signature_of(model)
     out = inputs.random_inputs(signature, model_io.input_vocabularies(model, signature), n=n, seed=seed)
@@ -279,7 +279,7 @@ def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
     precisions go in one export; a format without precisions (SavedModel, TF.js) joins the float32
     export. `precisions` is () for an export of such formats alone.
     """
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     asked: dict[str, list[str]] = {}
     for fmt, precision in cells:
@@ -293,12 +293,12 @@ def export_groups(cells) -> list[tuple[list[str], tuple[str, ...]]]:
 
 def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vnni_reference: bool = False,
               timeout_s: float = 900) -> dict:
-    """Exports one model to the given cells (`timeout_s`: per artifact, as `zoo.export.export`'s); returns its
+    """Exports one model to the given cells (`timeout_s`: per artifact, as `zoo.deploy.export.export`'s); returns its
     row: facts and one dict per cell."""
     import keras
 
-    from zoo.export import ExportData, export
-    from zoo.formats import FORMATS
+    from zoo.deploy.export import ExportData, export
+    from zoo.deploy.formats import FORMATS
 
     keras.utils.set_random_seed(0)
     t0 = time.perf_counter()
@@ -360,7 +360,7 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
             if cell["eval_samples"] > EVAL_SAMPLES:
                 if first_decisions is None:
                     first_decisions = np.argmax(model.predict(test_data[0], verbose=0), -1)
-                    cpu = machine()["cpu"]  # int8 kernels differ between CPUs (zoo.formats.ptq.x86_int8)
+                    cpu = machine()["cpu"]  # int8 kernels differ between CPUs (zoo.deploy.formats.ptq.x86_int8)
                 cell["first_100"] = _agreement_on_first(r.path, first_decisions, test_data[0])
                 cell["cpu"] = cpu
         if r.label == "onnx[int8]" and vnni_reference and candidate.classifier and vnni.verification is not None:
@@ -383,10 +383,10 @@ def run_model(candidate: Candidate, out_dir: Path, cells=CELLS, process=None, vn
 def _agreement_on_first(path, decisions, x) -> float | None:
     """The artifact's argmax agreement with Keras's `decisions` on `x` (the float32 cells' images), run as
     `zoo predict` runs it."""
-    import zoo.artifacts
+    import zoo.deploy.artifacts
 
     try:
-        out = zoo.artifacts.load(path).predict(x)
+        out = zoo.deploy.artifacts.load(path).predict(x)
     except Exception:  # noqa: BLE001 - the cell's own verification stands
         return None
     return float(np.mean(np.argmax(out, -1) == decisions))
@@ -396,7 +396,7 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
            process=None, timeout_s: float = 900) -> dict:
     """The int8 a user gets from `min_agreement=MIN_AGREEMENT` (`--min-agreement 99`): the most sensitive layers
     kept float until int8 agrees with float on the validation images; verified on the evaluation images."""
-    from zoo.export import ExportData, export
+    from zoo.deploy.export import ExportData, export
 
     try:
         data = ExportData(calibration=representative, validation=validation, test=test_data, description=description)
@@ -417,17 +417,17 @@ def remedy(model, fmt: str, out_dir: Path, test_data, representative, validation
 
 
 def machine() -> dict:
-    """The CPU the matrix runs on and its int8 kernels (`zoo.formats.ptq.x86_int8`)."""
-    from zoo.formats.ptq.x86_int8 import describe_cpu, machine_record
+    """The CPU the matrix runs on and its int8 kernels (`zoo.deploy.formats.ptq.x86_int8`)."""
+    from zoo.deploy.formats.ptq.x86_int8 import describe_cpu, machine_record
 
     return {**machine_record(), "cpu": describe_cpu()}
 
 
 def versions() -> dict:
-    """The export stack's versions (`zoo.export.report.package_versions`) and keras-hub's."""
+    """The export stack's versions (`zoo.deploy.export.report.package_versions`) and keras-hub's."""
     import importlib.metadata
 
-    from zoo.export.report import package_versions
+    from zoo.deploy.export.report import package_versions
 
     try:
         hub = importlib.metadata.version("keras-hub")
@@ -515,7 +515,7 @@ def run_matrix(pool: list[Candidate] | None = None, *, results_dir=RESULTS, cell
     import shutil
     import tempfile
 
-    from zoo.export.isolation import ConversionProcess
+    from zoo.deploy.export.isolation import ConversionProcess
 
     results_dir = ensure_dir(results_dir)
     data = load(results_dir / "compat.json")
@@ -665,12 +665,12 @@ def failure_reason(key: str, cell: dict, row: dict) -> str:
         if "SIGKILL" in error:  # the kernel's out-of-memory killer, not the converter
             return (f"{error}. The conversion process ran out of memory (killed by the kernel) on a machine shared "
                     "with other jobs. What to do: convert this format alone with more free memory "
-                    f"(`zoo.export.export(model, out, ['{fmt}'])`).")
+                    f"(`zoo.deploy.export.export(model, out, ['{fmt}'])`).")
         return error
     if "int8" in key and cell.get("argmax_agreement") is not None:
         trained = (f"; the model reached {row['held_out_accuracy']:.0%} on the task in {row['train_epochs']} epoch(s), "
                    "so some of its decisions are near-ties" if row.get("held_out_accuracy", 1) < 0.99 else "")
-        from zoo.formats.ptq.budget import wilson_interval
+        from zoo.deploy.formats.ptq.budget import wilson_interval
 
         n = cell.get("eval_samples", EVAL_SAMPLES)
         low, high = wilson_interval(cell["argmax_agreement"], n)
@@ -695,7 +695,7 @@ def against_tflite(fmt: str, cell: dict, row: dict) -> str:
     """Issue 28's bar for a runtime's int8: at least the agreement TFLite's converter reaches on the same model
     and images; where it falls short, whether the gap exceeds what the images resolve (the shares' 95% Wilson
     intervals overlap or not)."""
-    from zoo.formats.ptq.budget import wilson_interval
+    from zoo.deploy.formats.ptq.budget import wilson_interval
 
     ref = row["cells"].get("tflite[int8]", {})
     if fmt == "tflite" or ref.get("argmax_agreement") is None or cell.get("argmax_agreement") is None:
@@ -722,7 +722,7 @@ def markdown(data: dict) -> str:
     cells = data.get("cells") or [_cell_key(*c) for c in CELLS]
     lines = ["# Compatibility matrix: the models users bring", "",
              "Every keras.applications family (and keras-hub backbones built from a config), without pretrained "
-             "weights at a small input size, exported with `zoo.export.export` and run in each format's runtime "
+             "weights at a small input size, exported with `zoo.deploy.export.export` and run in each format's runtime "
              "against Keras. float32 cells: max abs diff (criterion <= 1e-4); int8 cells: argmax agreement "
              "(criterion >= 99%); then the artifact size. A keras.applications model gets a 3-class head and "
              "a few epochs of training on tinted random images (which channel is brighter), passed through the "

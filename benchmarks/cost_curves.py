@@ -128,7 +128,7 @@ def training_curve(name: str, input_shape, batch_sizes=BATCH_SIZES, fit_seconds:
 def export_curve(models=EXPORT_MODELS, formats=EXPORT_FORMATS) -> dict:
     """Each format's conversion time (no verification) for models from ~10k to ~25M parameters."""
     from zoo.architectures import registry
-    from zoo.export.exporter import export
+    from zoo.deploy.export.exporter import export
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="zoo-cost-export-") as tmp:

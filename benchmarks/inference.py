@@ -1,12 +1,12 @@
-"""Inference benchmark: every runtime of `zoo.formats` against Keras and against Keras's own exporters.
+"""Inference benchmark: every runtime of `zoo.deploy.formats` against Keras and against Keras's own exporters.
 
 For each model: build it (the MNIST models trained briefly, so accuracy means something),
-export it once with `zoo.export.export` (SavedModel, LiteRT fp32/fp16/int8, ONNX, TF.js) and
+export it once with `zoo.deploy.export.export` (SavedModel, LiteRT fp32/fp16/int8, ONNX, TF.js) and
 with Keras's `model.export(format="litert" | "onnx")` (the peers), then time every runtime at
 each batch size with `common.measure`. Rows carry the median latency, the throughput, achieved
 GFLOP/s and its percentage of the fp32 matmul peak measured in the same run (`peak.py`), the
 accuracy on the test set where one exists, and the parity with Keras (max abs diff, argmax
-agreement, and the tolerance of its precision), through the export's own `zoo.export.verify.compare`.
+agreement, and the tolerance of its precision), through the export's own `zoo.deploy.export.verify.compare`.
 Every artifact is opened with its format's own `open_runner`, so the benchmark measures exactly
 what `zoo export` verifies.
 
@@ -35,7 +35,7 @@ plots = inference_report.plots
 class Runtime:
     """One row family of the benchmark: Keras itself, or an artifact opened by its format's `open_runner`.
 
-    `format` and `variant` name the artifact of `zoo.export.export` it runs; a peer (`peer_export`)
+    `format` and `variant` name the artifact of `zoo.deploy.export.export` it runs; a peer (`peer_export`)
     runs the artifact of Keras's own `model.export(format=peer_export)` in the same runner, and is
     compared with our runtime `compared_with`.
     """
@@ -54,8 +54,8 @@ class Runtime:
 
     @property
     def precision(self) -> str:
-        """The tolerance class of its artifact (`zoo.export.verify.CRITERIA`)."""
-        from zoo.formats import get_format
+        """The tolerance class of its artifact (`zoo.deploy.export.verify.CRITERIA`)."""
+        from zoo.deploy.formats import get_format
 
         return get_format(self.format).precision(self.variant) if self.exported else "float32"
 
@@ -265,7 +265,7 @@ def _free(model) -> None:
 
 def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) -> dict:
     """Runtime name -> {path, route, error, export_s}: our export once, then the peers."""
-    from zoo.export import ExportData, export
+    from zoo.deploy.export import ExportData, export
 
     wanted = [RUNTIMES[r] for r in runtimes]
     formats = sorted({r.format for r in wanted if r.exported})
@@ -279,7 +279,7 @@ def _export(model, name: str, data: dict, out: Path, runtimes: list[str], args) 
         report = export(model, out / "zoo", formats=formats, precision=quantization or None,
                         data=ExportData(calibration=data["rep_x"] if int8 else None, test=test),
                         calibration_samples=len(data["rep_x"]) if int8 else None, verify=False, latency_runs=0)
-        print(f"[{name}]   zoo.export.export: {time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"[{name}]   zoo.deploy.export.export: {time.perf_counter() - t0:.0f} s", flush=True)
         for r in wanted:
             if not r.exported:
                 continue
@@ -373,13 +373,13 @@ def open_handle(runtime: Runtime, model, path: str | None, threads: int | None, 
     """`runtime` ready to run: the Keras model, or its artifact at `path` in its format's runtime."""
     if runtime.format is None:
         return KerasHandle(model, runtime.name.removeprefix("keras_"))
-    from zoo.formats import get_format
+    from zoo.deploy.formats import get_format
 
     return RunnerHandle(get_format(runtime.format).open_runner(path, threads=threads or cpu_count(), example=example))
 
 
 def _measure_model(case, model, data, artifacts, runtimes, batch_sizes, threads, budget, flops, peak) -> list[dict]:
-    from zoo.export.verify import accuracy, compare
+    from zoo.deploy.export.verify import accuracy, compare
 
     eval_x, eval_y = data["eval_x"], data["eval_y"]
     reference = np.concatenate([model.predict(eval_x[i : i + 256], verbose=0) for i in range(0, len(eval_x), 256)])

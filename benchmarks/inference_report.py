@@ -117,7 +117,7 @@ def markdown(result: dict) -> str:
         "Latency is the median of calls after warm-up (`benchmarks.common.measure`; TF.js timed inside "
         "Node); throughput = batch / median; GFLOP/s from `benchmarks.flops.forward_flops` (multiply-add = "
         "2), and % peak against the fp32 peak for every precision (int8 and fp16 can exceed it). Parity is the "
-        "export tolerance of `zoo.export.verify` against Keras on the evaluation data; for the untrained "
+        "export tolerance of `zoo.deploy.export.verify` against Keras on the evaluation data; for the untrained "
         "models (random weights, near-uniform softmax) int8 argmax agreement means little.\n",
         markdown_table([{"runtime": name, "what": what} for name, what in result["runtimes"].items()],
                        [("runtime", "runtime"), ("what", "what runs")]),

@@ -2,9 +2,9 @@
 
 Each model is trained briefly on real data (MNIST, and MNIST digits on coloured 32x32 backgrounds
 for the RGB architectures), so that its decisions are worth agreeing on, then quantized by
-`zoo.formats.ptq.onnx_static.quantize_int8` in every scheme of `SCHEMES` and run twice by
+`zoo.deploy.formats.ptq.onnx_static.quantize_int8` in every scheme of `SCHEMES` and run twice by
 onnxruntime on the same evaluation images: natively, and in this Python under QEMU's user-mode
-emulator with a Haswell CPU model (`zoo.formats.ptq.x86_int8.emulator_command`), where CPUID shows
+emulator with a Haswell CPU model (`zoo.deploy.formats.ptq.x86_int8.emulator_command`), where CPUID shows
 AVX2 without AVX-512 or VNNI and onnxruntime's MLAS picks its AVX2 kernels (`vpmaddubsw`, whose
 uint8 x int8 pairs saturate at int16). The emulated process records the CPU features it saw. The
 metric is top-1 agreement with Keras; TFLite's post-training int8 of the same model (XNNPACK
@@ -37,7 +37,7 @@ UNDERTRAINED = 0.9  # Keras accuracy below which a case's decisions are mostly n
 
 
 def _schemes():
-    from zoo.formats.ptq.onnx_static import SCHEMES, Int8Scheme
+    from zoo.deploy.formats.ptq.onnx_static import SCHEMES, Int8Scheme
 
     return {
         "8-bit (vnni)": SCHEMES["vnni"],
@@ -176,7 +176,7 @@ def image_folder_case(folder: str, run_dir: str):
     `zoo export --data` feeds them."""
     from PIL import Image
 
-    from zoo.artifacts import load_model_file
+    from zoo.deploy.artifacts import load_model_file
 
     model = load_model_file(os.path.join(run_dir, "best.keras"), compile=False)
 
@@ -247,7 +247,7 @@ def run_here(paths: dict, x) -> dict:
 
 def run_emulated(paths: dict, x) -> tuple[dict, dict]:
     """({label: first output}, the emulated process's `x86_int8.machine_record()`)."""
-    from zoo.formats.ptq.x86_int8 import emulator_command
+    from zoo.deploy.formats.ptq.x86_int8 import emulator_command
 
     command = emulator_command()
     if command is None:
@@ -265,7 +265,7 @@ def run_emulated(paths: dict, x) -> tuple[dict, dict]:
 
 
 def _child(folder: str) -> None:
-    from zoo.formats.ptq.x86_int8 import machine_record
+    from zoo.deploy.formats.ptq.x86_int8 import machine_record
 
     paths = json.loads(Path(folder, "request.json").read_text())
     outputs = run_here(paths, np.load(os.path.join(folder, "x.npy")))
@@ -278,13 +278,13 @@ def agreement(outputs: np.ndarray, reference: np.ndarray) -> float:
 
 
 def measure(name: str, model, calibration_x, eval_x, eval_y, work: Path, large: bool = False) -> dict:
-    """One model: its float ONNX and TFLite (float32, int8) through `zoo.export.export`, then every scheme."""
-    import zoo.export
-    from zoo.export import ExportData
-    from zoo.formats.ptq import onnx_static
+    """One model: its float ONNX and TFLite (float32, int8) through `zoo.deploy.export.export`, then every scheme."""
+    import zoo.deploy.export
+    from zoo.deploy.export import ExportData
+    from zoo.deploy.formats.ptq import onnx_static
 
     work.mkdir(parents=True, exist_ok=True)
-    report = zoo.export.export(model, work / "export", ["onnx", "tflite"], precision=("float32", "int8"),
+    report = zoo.deploy.export.export(model, work / "export", ["onnx", "tflite"], precision=("float32", "int8"),
                                data=ExportData(test=(eval_x, eval_y), calibration=calibration_x[:CALIBRATION_SAMPLES]),
                                latency_runs=0, isolate=False, target_cpu="vnni")
     keras_out = model.predict(eval_x, verbose=0, batch_size=250)
@@ -301,7 +301,7 @@ def measure(name: str, model, calibration_x, eval_x, eval_y, work: Path, large: 
     tflite = {"tflite int8": report.result("tflite", "int8").path}
     native = run_here({**paths, **tflite}, eval_x)
     emulated, machine = run_emulated({**paths, **tflite}, eval_x)
-    from zoo.formats.ptq.x86_int8 import saturation_risks
+    from zoo.deploy.formats.ptq.x86_int8 import saturation_risks
 
     schemes = {}
     for label, path in paths.items():
@@ -343,7 +343,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from benchmarks.common import machine
-    from zoo.formats.ptq.x86_int8 import machine_record
+    from zoo.deploy.formats.ptq.x86_int8 import machine_record
 
     wanted = [c for c in args.cases.split(",") if c] or [c.name for c in CASES]
     if args.image_folder and args.run and IMAGE_FOLDER_CASE not in wanted:

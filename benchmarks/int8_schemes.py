@@ -4,7 +4,7 @@ For each model named (default MobileNet, MobileNetV2): the matrix's own trained 
 (`benchmarks.compat.train_decisive`, same seeds), then on `--eval` fresh evaluation images (seed 10,
 never used for training, calibration or the matrix's evaluation):
 
-- TFLite int8 as `zoo.export` writes it (the converter's per-channel int8 weights, int8 activations),
+- TFLite int8 as `zoo.deploy.export` writes it (the converter's per-channel int8 weights, int8 activations),
 - ONNX int8 for each scheme of `SCHEMES` (`onnx_static.Int8Scheme`, quantize_static on the same
   float ONNX graph zoo exports), each with the matrix's 100 calibration images and, for some, 500,
 
@@ -16,7 +16,7 @@ VNNI) and records its agreement there.
 `--openvino` measures OpenVINO's int8 instead (`measure_openvino`): NNCF variants (`OPENVINO_VARIANTS`:
 overflow fix, preset, bias correction, activation range estimator, calibration images) of the same
 model's float IR, each run by OpenVINO's CPU plugin on the same evaluation images, beside the TFLite,
-ONNX and OpenVINO int8 that `zoo.export` writes; each variant's decisions are compared with the
+ONNX and OpenVINO int8 that `zoo.deploy.export` writes; each variant's decisions are compared with the
 previous default's image by image (`paired`). `--model-cache DIR` keeps the trained models between runs.
 
     nice python scripts/benchmark.py int8-schemes [MobileNet MobileNetV2] [--eval 1000] [--emulate]
@@ -43,7 +43,7 @@ EVAL_SEED = 10
 
 
 def _schemes():
-    from zoo.formats.ptq.onnx_static import SCHEMES, Int8Scheme
+    from zoo.deploy.formats.ptq.onnx_static import SCHEMES, Int8Scheme
 
     return {
         "7-bit (any)": (SCHEMES["any"], 100),
@@ -67,7 +67,7 @@ def mixed_overrides(prepared: str) -> tuple[dict, int, int]:
     import onnx
     from onnx import numpy_helper
 
-    from zoo.formats.ptq.x86_int8 import INT16_MAX, worst_pair_sums
+    from zoo.deploy.formats.ptq.x86_int8 import INT16_MAX, worst_pair_sums
 
     model = onnx.load(prepared)
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
@@ -105,7 +105,7 @@ def _onnx_predict(path, x) -> np.ndarray:
 
 _EMULATED = """import sys, json, numpy as np, onnxruntime as ort
 sys.path.insert(0, {root!r})
-from zoo.formats.ptq.x86_int8 import describe_cpu
+from zoo.deploy.formats.ptq.x86_int8 import describe_cpu
 x = np.load({x!r}); out = {{"cpu": describe_cpu()}}
 for name, path in json.load(open({paths!r})).items():
     o = ort.SessionOptions(); o.intra_op_num_threads = 1
@@ -130,9 +130,9 @@ def emulated_predictions(paths: dict, x: np.ndarray, work: Path) -> dict:
 
 def measure(name: str, n_eval: int, emulate: bool, only=None) -> dict:
     from benchmarks.compat import SEEDS, prepared_images
-    from zoo.export import ExportData, export
-    from zoo.formats.ptq import onnx_static
-    from zoo.formats.ptq.x86_int8 import describe_cpu, saturation_risks
+    from zoo.deploy.export import ExportData, export
+    from zoo.deploy.formats.ptq import onnx_static
+    from zoo.deploy.formats.ptq.x86_int8 import describe_cpu, saturation_risks
 
     candidate, size, model, facts = trained(name)
     x, y = prepared_images(candidate, n_eval, size, EVAL_SEED)
@@ -236,7 +236,7 @@ def openvino_kwargs(model, variant: dict) -> dict:
     import nncf
     from nncf.quantization.advanced_parameters import AdvancedBiasCorrectionParameters
 
-    from zoo.formats.ptq.nncf_presets import NNCF_CALIBRATION, recommended
+    from zoo.deploy.formats.ptq.nncf_presets import NNCF_CALIBRATION, recommended
 
     settings = recommended(model)
     if not variant.get("zoo"):
@@ -297,15 +297,15 @@ def trained(name: str, cache: Path | None = None):
 
 def measure_openvino(name: str, n_eval: int, only=None, cache: Path | None = None) -> dict:
     """The OpenVINO int8 variants (`OPENVINO_VARIANTS`) of one model, beside TFLite's and ONNX's int8 as
-    `zoo.export` writes them, on the same fresh evaluation images, in this machine's OpenVINO CPU runtime."""
+    `zoo.deploy.export` writes them, on the same fresh evaluation images, in this machine's OpenVINO CPU runtime."""
     import nncf
     import openvino as ov
 
     from benchmarks.compat import SEEDS, prepared_images
-    from zoo.export import ExportData, export
-    from zoo.formats.openvino import IR_NAME, _dataset, wide_weights
-    from zoo.formats.ptq.nncf_presets import recommended
-    from zoo.formats.ptq.x86_int8 import describe_cpu
+    from zoo.deploy.export import ExportData, export
+    from zoo.deploy.formats.openvino import IR_NAME, _dataset, wide_weights
+    from zoo.deploy.formats.ptq.nncf_presets import recommended
+    from zoo.deploy.formats.ptq.x86_int8 import describe_cpu
 
     candidate, size, model, facts = trained(name, cache)
     x, y = prepared_images(candidate, n_eval, size, EVAL_SEED)
@@ -360,12 +360,12 @@ def markdown_openvino(data: dict) -> str:
     lines = ["# OpenVINO int8 (NNCF) variants against TFLite and ONNX int8 (the compatibility matrix's models)", "",
              "Argmax agreement with Keras on fresh evaluation images of the matrix's task (`benchmarks/int8_schemes.py "
              "--openvino`; the matrix's trained model, same seeds), each IR run by OpenVINO's CPU plugin on the CPU "
-             "named. Each variant changes the `nncf.quantize` settings zoo used before this study (`zoo.formats.ptq."
+             "named. Each variant changes the `nncf.quantize` settings zoo used before this study (`zoo.deploy.formats.ptq."
              "nncf_presets.recommended` with NNCF's own calibration settings, first row) as its label says; *zoo default* "
              "rows start from this checkout's settings instead. *gained / lost*: images where the variant keeps Keras's "
              "decision and the previous default does not, and the reverse, with the exact sign test's p-value (the "
              "paired comparison on the same images, finer than the +-1 point of each agreement alone). *safe*: no layer summing products over channels has int8 weights beyond 7 bits "
-             "(`zoo.formats.openvino.wide_weights`), so CPUs without VNNI, whose uint8 x int8 pairs saturate at "
+             "(`zoo.deploy.formats.openvino.wide_weights`), so CPUs without VNNI, whose uint8 x int8 pairs saturate at "
              "int16, compute what VNNI CPUs do. 1000 images resolve agreement to about +-1 point.", ""]
     for name, row in data["models"].items():
         lines += [f"## {name}", "",
@@ -402,7 +402,7 @@ def markdown(data: dict) -> str:
     lines = ["# ONNX int8 schemes against TFLite int8 (the compatibility matrix's models)", "",
              "Argmax agreement with Keras on fresh evaluation images of the matrix's task (`benchmarks/int8_schemes.py`; "
              "the matrix's trained model, same seeds). *safe*: no uint8 x int8 pair can leave int16 "
-             "(`zoo.formats.ptq.x86_int8.saturation_risks`), so every x86 CPU computes what was measured. "
+             "(`zoo.deploy.formats.ptq.x86_int8.saturation_risks`), so every x86 CPU computes what was measured. "
              "*emulated*: the same files run by onnxruntime on an emulated Haswell (QEMU user mode, AVX2, no VNNI).", ""]
     for name, row in data["models"].items():
         emulated = any("agreement_emulated" in s for s in row["schemes"].values())

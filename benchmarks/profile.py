@@ -26,7 +26,7 @@ MIN_RATE_MS = 0.05  # below this an op's time is too coarse to turn into a rate
 def ort_op_profile(path: str, x: np.ndarray, runs: int = 3, threads: int | None = None) -> dict:
     """Milliseconds per call by ONNX op type, from onnxruntime's profiler over `runs` calls of `x`."""
     from benchmarks.common import cpu_count
-    from zoo.formats.onnx import ONNXRunner
+    from zoo.deploy.formats.onnx import ONNXRunner
 
     with tempfile.TemporaryDirectory(prefix="zoo-ort-profile-") as tmp:
         runner = ONNXRunner(path, num_threads=threads or cpu_count(), profile_prefix=os.path.join(tmp, "ort"))

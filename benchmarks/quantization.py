@@ -4,7 +4,7 @@ int8 comes from post-training quantization, from quantization-aware training and
 budget; every ratio is against float32 in the same runtime, in the same run.
 
 For each model: train it with its recipe (or load `--from NAME=PATH.keras`), fine-tune a copy
-quantization-aware (`zoo train --qat-from`, `--qat-epochs`), export both with `zoo.export.export`
+quantization-aware (`zoo train --qat-from`, `--qat-epochs`), export both with `zoo.deploy.export.export`
 (TFLite float32/float16/int8, ONNX float32/float16/int8, OpenVINO float32/float16/int8, each verified on
 the whole test split), export int8 once more with `--max-accuracy-drop`, then time every artifact with
 each runtime's own runner at batch 1 and 32 (`common.measure`, all the machine's cores).
@@ -234,7 +234,7 @@ def _models(case: Case, args, work: Path, float_path: str | None, qat_path: str 
 
 def _export(model_path, out: Path, runtimes, precisions, data, extra):
     """`extra`: format options; an int8 guard measures on the validation split."""
-    from zoo.export import ExportData, export
+    from zoo.deploy.export import ExportData, export
 
     return export(model_path, out, runtimes, precision=precisions,
                   data=ExportData(calibration=data["rep_x"], test=(data["eval_x"], data["eval_y"]),
@@ -253,7 +253,7 @@ def _row(model: str, source: str, r, report) -> dict:
 
 
 def _latency(r, x: np.ndarray, batches, args) -> dict:
-    from zoo.formats import get_format
+    from zoo.deploy.formats import get_format
 
     fmt = get_format(r.format)
     out = {}

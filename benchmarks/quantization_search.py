@@ -15,7 +15,7 @@ names as hard for post-training quantization:
   FQ-ViT https://arxiv.org/abs/2111.13824).
 
 Each candidate is trained with the default recipe and the changes listed in `CANDIDATES`, then exported
-by `zoo.export.export` to float32 and post-training int8 (200 calibration examples from the training
+by `zoo.deploy.export.export` to float32 and post-training int8 (200 calibration examples from the training
 split, per-channel conv weights, min/max activation ranges) and measured on the whole test split in
 each runtime. The table says, per candidate, how many points int8 loses.
 
@@ -107,7 +107,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from zoo.errors import UnknownNameError
-    from zoo.export.isolation import ConversionProcess
+    from zoo.deploy.export.isolation import ConversionProcess
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     runtimes = [n.strip() for n in args.runtimes.split(",") if n.strip()]
@@ -162,7 +162,7 @@ def _merged(rows: list[dict], previous: Path, seed: int) -> list[dict]:
 
 def _measure(candidate: Candidate, args, runtimes, work: Path, process) -> list[dict]:
     import zoo.data
-    from zoo.export import ExportData, export
+    from zoo.deploy.export import ExportData, export
     from zoo.training import load_recipe, train
     from zoo.training.config import DEFAULT_RECIPE
 

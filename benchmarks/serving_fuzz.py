@@ -30,7 +30,7 @@ import urllib.parse
 import numpy as np
 
 from benchmarks.common import machine, markdown_table
-from zoo.formats.tf_serving import SERVING_SIGNATURE
+from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
 
 GRPC_SERVER_FAULTS = ("INTERNAL", "UNKNOWN", "DATA_LOSS", "UNAVAILABLE")
 MODELS = {"scale": ("x", "float32"), "count": ("n", "int32"), "text": ("text", "string")}

@@ -99,7 +99,7 @@ def _publish(base: str, x: np.ndarray) -> None:
     import keras
 
     import zoo
-    from zoo.formats.saved_model import publish_saved_model
+    from zoo.deploy.formats.saved_model import publish_saved_model
 
     keras.utils.set_random_seed(0)
     publish_saved_model(zoo.build(MODEL), base, MODEL, warmup_data=x)

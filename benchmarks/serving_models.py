@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.formats.tf_serving import SERVING_SIGNATURE
+from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
 
 
 def _save(write, base, name: str, version: int | None = None) -> Path:
-    from zoo.formats.tf_serving import publish
+    from zoo.deploy.formats.tf_serving import publish
 
     return publish(write, Path(base) / name, version=version)
 
@@ -23,7 +23,7 @@ def publish_scale(base, version: int | None = None, factor: float | None = None)
     """Publishes `scale` (the next version, or `version`); its output is `x * factor` (default: the version)."""
     import tensorflow as tf
 
-    from zoo.formats.tf_serving import versions
+    from zoo.deploy.formats.tf_serving import versions
 
     number = version or max(versions(Path(base) / "scale"), default=0) + 1
     k = float(factor if factor is not None else number)

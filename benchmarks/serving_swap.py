@@ -177,8 +177,8 @@ def measure(clients: int = 32, before_s: float = 3.0, after_s: float = 3.0) -> d
 
     import zoo
     from benchmarks.serving_load import ServerProcess, _images
-    from zoo.formats.saved_model import publish_saved_model
-    from zoo.serve import prune
+    from zoo.deploy.formats.saved_model import publish_saved_model
+    from zoo.deploy.serve import prune
 
     x = _images(1)
     models = {}

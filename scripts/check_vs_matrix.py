@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""`zoo.export.check` on every registered architecture, against what the real exports did.
+"""`zoo.deploy.export.check` on every registered architecture, against what the real exports did.
 
-The reference is the committed export matrix (`zoo/export/export_matrix.json`, written by
+The reference is the committed export matrix (`zoo/deploy/export/export_matrix.json`, written by
 `scripts/export_matrix.py`: each architecture converted and verified in every runtime). For each
 model and format the check's verdict is compared with the export's status:
 
@@ -42,12 +42,12 @@ def main(argv=None) -> int:
     import keras
 
     import zoo
-    import zoo.export
-    import zoo.export.deployability
-    import zoo.formats
+    import zoo.deploy.export
+    import zoo.deploy.export.deployability
+    import zoo.deploy.formats
     from zoo.architectures import registry
-    from zoo.export import deployability, matrix
-    from zoo.formats import model_io
+    from zoo.deploy.export import deployability, matrix
+    from zoo.deploy.formats import model_io
     from zoo.fileio import atomic_write_text, ensure_dir
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,9 +60,9 @@ def main(argv=None) -> int:
             continue
         keras.utils.set_random_seed(0)
         model = zoo.build(name, input_shape=registry.get_spec(name).small_input_shape)
-        formats = [f for f in exported[name] if f in zoo.formats.FORMATS and not zoo.formats.FORMATS[f].missing]
+        formats = [f for f in exported[name] if f in zoo.deploy.formats.FORMATS and not zoo.deploy.formats.FORMATS[f].missing]
         t0 = time.perf_counter()
-        report = zoo.export.check(model, formats)
+        report = zoo.deploy.export.check(model, formats)
         seconds = time.perf_counter() - t0
         recurrent = bool(model_io.recurrent_layers(model))
         verdicts = {}
@@ -96,8 +96,8 @@ def main(argv=None) -> int:
 
 def _markdown(p: dict) -> str:
     formats = list(dict.fromkeys(f for row in p["rows"] for f in row["formats"]))
-    intro = ("Each registered architecture (small input, untrained) checked by `zoo.export.check` and compared "
-             "with its status in `zoo/export/export_matrix.json` (converted and verified in every runtime). Cells: "
+    intro = ("Each registered architecture (small input, untrained) checked by `zoo.deploy.export.check` and compared "
+             "with its status in `zoo/deploy/export/export_matrix.json` (converted and verified in every runtime). Cells: "
              "check / export. *runs via route*: the dynamic-batch RNN graph needs Flex in TFLite, and the check "
              "converted zoo export's batch-1 route with builtins only. "
              f"Produced by `python scripts/check_vs_matrix.py` on {p['cpu']} ({p['cores']} cores), load average "

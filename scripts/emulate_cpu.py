@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """Runs a Python command on an emulated x86 CPU (QEMU user mode), child Python processes included.
 
-    python scripts/emulate_cpu.py -m pytest -q tests/export/test_user_models.py
+    python scripts/emulate_cpu.py -m pytest -q tests/deploy/export/test_user_models.py
     python scripts/emulate_cpu.py --cpu Haswell -m zoo export RUN --data FOLDER --precision float32,int8
 
 The default CPU model, Haswell, has AVX2 and FMA but no AVX-512 and no VNNI, so onnxruntime (MLAS),
 oneDNN and XNNPACK dispatch to their AVX2 kernels as on an AVX2-only server (QEMU 7.2 emulates AVX2
-but no AVX-512). CPUID is emulated; /proc/cpuinfo is still the host's (`zoo.formats.ptq.x86_int8`
+but no AVX-512). CPUID is emulated; /proc/cpuinfo is still the host's (`zoo.deploy.formats.ptq.x86_int8`
 reads CPUID). Child processes started through `sys.executable` (zoo's conversion process, pytest
 workers) run emulated too: a `sitecustomize` points `sys.executable` at a wrapper that starts QEMU
 again. Other programs (node for TF.js) run natively. Needs Debian's `qemu-user`
@@ -28,7 +28,7 @@ sys.executable = {wrapper!r}
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from zoo.formats.ptq.x86_int8 import EMULATED_CPU, REAL_PYTHON, emulator_command
+    from zoo.deploy.formats.ptq.x86_int8 import EMULATED_CPU, REAL_PYTHON, emulator_command
 
     cpu = EMULATED_CPU
     if argv[:1] == ["--cpu"] and len(argv) > 1:  # the only option; everything after it goes to Python

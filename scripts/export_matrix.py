@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Export every registered architecture to every format (small inputs) and record the statuses.
 
-Writes zoo/export/export_matrix.json, which `zoo list` shows in its "exports" column.
+Writes zoo/deploy/export/export_matrix.json, which `zoo list` shows in its "exports" column.
 Usage: python scripts/export_matrix.py [PATTERN ...] [--formats a,b] [--out DIR]
 Cells run again replace their old values; the other cells of each row are kept (`--formats openvino`
 adds a new format's column without redoing the rest).
@@ -17,8 +17,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def main(argv=None) -> int:
     import zoo
-    from zoo.export import matrix
-    from zoo.formats import DEFAULT_FORMATS, parse_formats
+    from zoo.deploy.export import matrix
+    from zoo.deploy.formats import DEFAULT_FORMATS, parse_formats
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("patterns", nargs="*", default=["*"])

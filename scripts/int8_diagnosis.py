@@ -19,7 +19,7 @@ Steps:
   aeq       ai-edge-quantizer's full int8 of the same float model
   rank      per-layer sensitivity (only that layer int8) and the top-k layers kept float, on 1000
             validation images (seed 4) and the 2000 fresh ones
-  guard     `zoo.export.export(..., min_agreement=99)` as the matrix's remedy runs it (add tflite/onnx/openvino)
+  guard     `zoo.deploy.export.export(..., min_agreement=99)` as the matrix's remedy runs it (add tflite/onnx/openvino)
   lat       batch-1 latency and size: float32, int8, 16x8, float16
 
 Usage: nice python scripts/int8_diagnosis.py MODEL STEP... [--work=DIR]  (default /tmp/zoo-int8-diagnosis)
@@ -69,8 +69,8 @@ ev_ref = model.predict(ev_x, verbose=0)
 big_ref = model.predict(big_x, verbose=0)
 log("keras acc eval", np.mean(ev_ref.argmax(-1) == ev_y), "big", np.mean(big_ref.argmax(-1) == big_y))
 
-from zoo.formats.saved_model import export_saved_model  # noqa: E402
-from zoo.formats.trace import signature_of  # noqa: E402
+from zoo.deploy.formats.saved_model import export_saved_model  # noqa: E402
+from zoo.deploy.formats.trace import signature_of  # noqa: E402
 
 SM = f"{D}/saved_model"
 if not os.path.isdir(SM):
@@ -79,7 +79,7 @@ INPUT = signature_of(model).names[0]
 
 import tensorflow as tf  # noqa: E402
 
-from zoo.formats import tflite as zt  # noqa: E402
+from zoo.deploy.formats import tflite as zt  # noqa: E402
 
 
 def gen_of(x, n=None, batch=1, as_list=False):
@@ -139,9 +139,9 @@ if "base" in STEPS:
     open(f"{D}/int8.tflite", "wb").write(q)
     stats("tflite int8 (zoo)", q, f"{time.time() - t:.0f}s")
     # ONNX int8 as zoo makes it
-    from zoo.formats.onnx_convert import convert_saved_model
-    from zoo.formats.ptq import onnx_static
-    from zoo.formats.onnx import ONNXRunner
+    from zoo.deploy.formats.onnx_convert import convert_saved_model
+    from zoo.deploy.formats.ptq import onnx_static
+    from zoo.deploy.formats.onnx import ONNXRunner
     proto, _ = convert_saved_model(SM, 18, {})
     open(f"{D}/float32.onnx", "wb").write(proto.SerializeToString())
     prep = onnx_static.preprocess(f"{D}/float32.onnx", f"{D}/prepared.onnx")
@@ -214,7 +214,7 @@ if "deny" in STEPS:
         stats(f"deny top-{k} rmse/scale nodes", selective(nodes=nodes), ";".join(n[:60] for n in nodes[:5]))
 
 if "aeq" in STEPS:
-    from zoo.formats.ptq.litert_selective import SelectiveQuantizer
+    from zoo.deploy.formats.ptq.litert_selective import SelectiveQuantizer
     f32 = open(f"{D}/float32.tflite", "rb").read()
     t = time.time()
     sq = SelectiveQuantizer(f32, rep_x, output_layers=[model.outputs[0]._keras_history.operation.name])
@@ -224,21 +224,21 @@ if "aeq" in STEPS:
 
 if "guard" in STEPS:
     # the product path on the validation images (seed 4), as compat's remedy runs it
-    import zoo.export
-    from zoo.export import ExportData
-    import zoo.formats
-    import zoo.formats.onnx
-    import zoo.formats.onnx_convert
-    import zoo.formats.ptq
-    import zoo.formats.ptq.litert_selective
-    import zoo.formats.ptq.tflite_denylist
-    import zoo.formats.saved_model
-    import zoo.formats.trace
+    import zoo.deploy.export
+    from zoo.deploy.export import ExportData
+    import zoo.deploy.formats
+    import zoo.deploy.formats.onnx
+    import zoo.deploy.formats.onnx_convert
+    import zoo.deploy.formats.ptq
+    import zoo.deploy.formats.ptq.litert_selective
+    import zoo.deploy.formats.ptq.tflite_denylist
+    import zoo.deploy.formats.saved_model
+    import zoo.deploy.formats.trace
     val_x = compat.prepared_images(cand, compat.VALIDATION_SAMPLES, SIZE, compat.SEEDS["validation"])[0]
     fmts = [a for a in STEPS if a in ("tflite", "onnx", "openvino")] or ["tflite"]
     for fmt in fmts:
         t = time.time()
-        rep = zoo.export.export(model, f"{D}/guard_{fmt}", [fmt], precision="int8", min_agreement=99,
+        rep = zoo.deploy.export.export(model, f"{D}/guard_{fmt}", [fmt], precision="int8", min_agreement=99,
                                 data=ExportData(calibration=rep_x, validation=val_x, test=(ev_x, ev_y)),
                                 latency_runs=0, isolate=False)
         r = rep.results[0]
@@ -276,8 +276,8 @@ if "onnxops" in STEPS:
     log("tflite int8 ops", dict(c))
 
 if "rank" in STEPS:
-    from zoo.formats.ptq import budget
-    from zoo.formats.ptq.tflite_denylist import DenylistQuantizer, float_op_count
+    from zoo.deploy.formats.ptq import budget
+    from zoo.deploy.formats.ptq.tflite_denylist import DenylistQuantizer, float_op_count
     val_x = compat.prepared_images(cand, 1000, SIZE, compat.SEEDS["validation"])[0]
     f32 = open(f"{D}/float32.tflite", "rb").read()
     fval = run_tflite(f32, val_x)

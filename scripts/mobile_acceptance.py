@@ -6,8 +6,8 @@
     python scripts/mobile_acceptance.py runs/convnet_bn-gray exp /tmp/gray/test --images 20
 
 Takes `--images` image files from the folder (round-robin over its class folders, sorted), asks zoo
-(`zoo.artifacts.predict`, reading the files as the run's metadata says) for the Keras model's classes,
-and MediaPipe Tasks' `ImageClassifier` (`zoo.formats.mobile_clients`, in its own virtualenv) and zoo's
+(`zoo.deploy.artifacts.predict`, reading the files as the run's metadata says) for the Keras model's classes,
+and MediaPipe Tasks' `ImageClassifier` (`zoo.deploy.formats.mobile_clients`, in its own virtualenv) and zoo's
 own TFLite runner for every `*_mobile.tflite` in the export folder, on the same files as they are. Prints, per file, the class
 names both return and whether top-1 agrees, then the standard metadata read back by tflite-support's
 `MetadataDisplayer` (normalization, colour space, packed labels) where that client is installed.
@@ -43,11 +43,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
 
-    import zoo.artifacts
-    from zoo.formats import mobile_clients
+    import zoo.deploy.artifacts
+    from zoo.deploy.formats import mobile_clients
 
     files = pick_files(Path(args.images), args.n)
-    keras = zoo.artifacts.predict(args.model, [str(f) for f in files], top_k=1)
+    keras = zoo.deploy.artifacts.predict(args.model, [str(f) for f in files], top_k=1)
     keras_names = [keras.labels(int(i)) for i in keras.outputs.argmax(-1)]
     models = sorted(str(p) for p in Path(args.export_dir).glob("*_mobile.tflite"))
     if not models:
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     for model in models:
         top = [r[0] for r in answer["results"][model]]
         agree = sum(t["name"] == k for t, k in zip(top, keras_names))
-        own = zoo.artifacts.predict(model, [str(f) for f in files], top_k=1)  # zoo's TFLite runner, same file
+        own = zoo.deploy.artifacts.predict(model, [str(f) for f in files], top_k=1)  # zoo's TFLite runner, same file
         own_names = [own.labels(int(i)) for i in own.outputs.argmax(-1)]
         same = sum(t["name"] == o for t, o in zip(top, own_names))
         ok &= agree == len(files)

@@ -96,7 +96,7 @@ def sklearn_csv(name: str, target: str, work: Path, log) -> dict:
     import sklearn.datasets
 
     import zoo
-    from zoo.artifacts import load_model_file
+    from zoo.deploy.artifacts import load_model_file
 
     bunch = getattr(sklearn.datasets, f"load_{name}")(as_frame=True)
     frame = bunch.frame.drop(columns="target")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Serve saved_models/ over TF Serving's REST (8501) and gRPC (8500) APIs: `python scripts/serve.py saved_models/`.
 
-A thin wrapper over `zoo serve` (see `zoo.serve.Server` for the Python API). For
+A thin wrapper over `zoo serve` (see `zoo.deploy.serve.Server` for the Python API). For
 development and tests; production runs TF Serving itself (`zoo serve --print-docker`).
 """
 

@@ -13,8 +13,8 @@ PY=${PYTHON:-python3}
 extras=""
 [[ "${1:-}" == "--dev" ]] && extras="[dev,torch,jax,openvino,quantization]"
 
-# The real mobile clients (--dev), each in a virtualenv of its own beside .venv (zoo/formats/mobile_clients.py;
-# tests/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
+# The real mobile clients (--dev), each in a virtualenv of its own beside .venv (zoo/deploy/formats/mobile_clients.py;
+# tests/deploy/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
 # 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4. Installed
 # while .venv's own install runs.
 mobile_clients() {
@@ -32,7 +32,7 @@ if [[ "${1:-}" == "--dev" ]]; then
   clients=$!
 fi
 # The TF.js runner: @tensorflow/tfjs and its wasm backend from npm, pinned in package.json (in the meantime too).
-(cd zoo/formats/js && npm install --no-audit --no-fund --loglevel=error >/dev/null) &
+(cd zoo/deploy/formats/js && npm install --no-audit --no-fund --loglevel=error >/dev/null) &
 npm=$!
 
 if [[ ! -x "$VENV/bin/python" ]]; then
@@ -47,7 +47,7 @@ fi
   >/dev/null || true
 
 # tensorflowjs without its dependencies: its declared ones (tensorflow-decision-forests, jax)
-# would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/formats/tfjs_shim.py
+# would downgrade TensorFlow to 2.19 and break protobuf for onnx. zoo/deploy/formats/tfjs_shim.py
 # stands in for the two modules it imports but never uses on the SavedModel path.
 "$VENV/bin/python" -m pip install -q --no-deps "tensorflowjs==4.22.0"
 "$VENV/bin/python" - <<'PY'
@@ -58,13 +58,13 @@ PY
 wait "$npm"
 # Headless Chromium (Debian's package) for the TF.js web page test; the test skips, saying so, without it.
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
-  apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/artifacts/test_web_page.py will skip"
+  apt-get install -y -q chromium >/dev/null || echo "chromium not installed: tests/deploy/artifacts/test_web_page.py will skip"
 fi
 
 if [[ "${1:-}" == "--dev" ]]; then
   wait "$clients"
   # QEMU user mode: onnxruntime's int8 kernels of CPUs without VNNI, emulated (scripts/emulate_cpu.py,
-  # tests/export/test_int8_cpus.py); the tests that need it skip without it.
+  # tests/deploy/export/test_int8_cpus.py); the tests that need it skip without it.
   if ! command -v qemu-x86_64 >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
     apt-get install -y -q qemu-user >/dev/null || echo "qemu-user not installed: the emulated-CPU int8 tests will skip"
   fi

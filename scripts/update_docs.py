@@ -77,7 +77,7 @@ def commands_section() -> str:
 
 # ----------------------------------------------------------------------------- export formats
 def formats_section() -> str:
-    from zoo.formats import markdown_table  # derived from the list of formats
+    from zoo.deploy.formats import markdown_table  # derived from the list of formats
 
     return markdown_table().rstrip() + "\n"
 

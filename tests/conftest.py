@@ -31,9 +31,9 @@ def _private_decoded_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_conversion_process(tmp_path_factory):
-    """The session's `zoo.export.export` calls share one conversion child process.
+    """The session's `zoo.deploy.export.export` calls share one conversion child process.
 
-    Each call would start its own (`zoo.export.isolation.ConversionProcess`), a fresh interpreter that
+    Each call would start its own (`zoo.deploy.export.isolation.ConversionProcess`), a fresh interpreter that
     imports TensorFlow and the converters again: about 4 s, some 40 times in the suite. The shared child
     still isolates every conversion from the test process, and is replaced after a crash or a timeout
     as in production (the crash and timeout tests run through it). Its chatter goes to one log, whose
@@ -42,7 +42,7 @@ def _one_conversion_process(tmp_path_factory):
     if not ON_TENSORFLOW:  # the other backends' sessions export nothing
         yield None
         return
-    from zoo.export import exporter, isolation
+    from zoo.deploy.export import exporter, isolation
 
     class Shared(isolation.ConversionProcess):
         def close(self):  # kept between exports; closed at the end of the session
@@ -83,8 +83,8 @@ def real_mnist_dir():
 # runs low (LoadScopeScheduling), so these start first, on different workers, and the short files fill in
 # around them. (Without --no-loadscope-reorder, xdist orders files by their number of tests: the two-test
 # tests/test_backends.py, the longest, came last and kept one worker busy for minutes after the other.)
-LONG_FILES = ("tests/test_backends.py", "tests/export/test_every_architecture_exports.py",
-              "tests/training/test_backends.py", "tests/export/test_parity.py",
+LONG_FILES = ("tests/test_backends.py", "tests/deploy/export/test_every_architecture_exports.py",
+              "tests/training/test_backends.py", "tests/deploy/export/test_parity.py",
               "tests/architectures/test_every_architecture.py", "tests/training/test_strategies.py",
               "tests/training/test_resume.py")
 
@@ -139,13 +139,13 @@ EXPORT_CLASSES = ["cat", "dog", "bird"]
 @pytest.fixture(scope="session")
 def every_format_export(tmp_path_factory):
     """(model, test inputs, report): a tiny image classifier ("tiny", 8x8x3, class names, an input meaning)
-    exported to every format of `zoo.formats` whose runtime is installed, verified. One export for the
+    exported to every format of `zoo.deploy.formats` whose runtime is installed, verified. One export for the
     session: what the artifact tests load and the scanner tests scan (an export takes ~10 s a format)."""
     import keras
     import numpy as np
 
-    import zoo.export
-    import zoo.formats
+    import zoo.deploy.export
+    import zoo.deploy.formats
 
     keras.utils.set_random_seed(0)
     image = keras.Input((8, 8, 3), name="image")
@@ -153,8 +153,8 @@ def every_format_export(tmp_path_factory):
     x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3, name="conv")(x))
     model = keras.Model(image, keras.layers.Dense(3, activation="softmax", name="probs")(x), name="tiny")
     x = np.random.default_rng(0).uniform(0, 255, (16, 8, 8, 3)).astype("float32")
-    report = zoo.export.export(model, tmp_path_factory.mktemp("every_format"), zoo.formats.DEFAULT_FORMATS,
-                               data=zoo.export.ExportData(test=x), latency_runs=0, isolate=False,
+    report = zoo.deploy.export.export(model, tmp_path_factory.mktemp("every_format"), zoo.deploy.formats.DEFAULT_FORMATS,
+                               data=zoo.deploy.export.ExportData(test=x), latency_runs=0, isolate=False,
                                class_names=EXPORT_CLASSES, input_meaning={"channel_order": "RGB"})
     assert report.ok, report.table()
     return model, x, report

@@ -22,7 +22,7 @@ def test_the_site_builds_strictly_and_lists_every_declaration(tmp_path):
 
     from zoo.architectures import catalog
     from zoo.cli import build_parser
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
     from zoo.training.config import TrainConfig
     from zoo.training.knobs import knobs
 

@@ -6,14 +6,17 @@ or above it, not even inside a function):
     core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.lazy, zoo.lean_imports,
           zoo.native_logs)
     architectures | data | quantization   (side by side: none imports another)
-    formats                         (one module per format behind one protocol, and what they share)
-    scan                            (reads an artifact of any kind the formats know, as data)
-    artifacts | serve               (open and run any artifact; serve SavedModels)
-    export                          (plan, convert, verify, report; loads its model and reads your
+    deploy.formats                  (one module per format behind one protocol, and what they share)
+    deploy.scan                     (reads an artifact of any kind the formats know, as data)
+    deploy.artifacts | deploy.serve (open and run any artifact; serve SavedModels)
+    deploy.export                   (plan, convert, verify, report; loads its model and reads your
                                      data as artifacts does)
     training | benchmark            (a run publishes its SavedModel; `zoo benchmark` measures a model
                                      in every format through export and artifacts, never training)
     cli
+
+`zoo.deploy` holds the deployment products, each a layer of its own: a module's layer is its top-level
+package below `zoo`, or below `zoo.deploy` for the products (`zoo.deploy` itself imports nothing).
 
 The project's research suites are not in the package: they live in the top-level `benchmarks/`
 package, which zoo never imports (`test_the_package_never_imports_the_research_suites`).
@@ -40,10 +43,11 @@ LAYERS = {
     "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0), "lazy": ("core", 0),
     "lean_imports": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
-    "formats": ("formats", 2),
-    "scan": ("scan", 3),
-    "artifacts": ("artifacts", 4), "serve": ("serve", 4),
-    "export": ("export", 5),
+    "deploy": ("deploy", 0),  # the package `zoo.deploy` itself: a docstring, no imports
+    "deploy.formats": ("formats", 2),
+    "deploy.scan": ("scan", 3),
+    "deploy.artifacts": ("artifacts", 4), "deploy.serve": ("serve", 4),
+    "deploy.export": ("export", 5),
     "training": ("training", 6),
     "benchmark": ("benchmark", 6),
     "cli": ("cli", 7), "__main__": ("cli", 7),
@@ -109,6 +113,8 @@ GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 def _top(module: str) -> str | None:
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "deploy":
+        return f"deploy.{parts[2]}"  # a deployment product
     return parts[1] if len(parts) > 1 else None  # None: the `zoo` facade itself
 
 
@@ -217,7 +223,7 @@ def _heavy(modules) -> list[str]:
     "import zoo",
     "import zoo.training.config, zoo.training.knobs",
     "import zoo.core.options",
-    "import zoo.formats, zoo.scan, zoo.artifacts, zoo.export, zoo.serve; zoo.formats.markdown_table()",
+    "import zoo.deploy.formats, zoo.deploy.scan, zoo.deploy.artifacts, zoo.deploy.export, zoo.deploy.serve; zoo.deploy.formats.markdown_table()",
     "import zoo.benchmark",
     "import benchmarks; [benchmarks.suite_summary(m) for m in benchmarks.SUITES.values()]",
     "import zoo.architectures",
@@ -249,8 +255,7 @@ def test_zoo_help_does_not_import_tensorflow():
 
 def test_architectures_do_not_load_training_data_or_deployment():
     loaded = _loaded_after("import zoo.architectures; zoo.architectures.list_models()")
-    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.formats", "zoo.export", "zoo.artifacts", "zoo.serve",
-                                               "zoo.scan", "zoo.data", "zoo.benchmark"))] == []
+    assert [m for m in loaded if m.startswith(("zoo.training", "zoo.deploy", "zoo.data", "zoo.benchmark"))] == []
 
 
 def test_no_lazy_public_name_is_shadowed_by_a_submodule():

@@ -24,8 +24,9 @@ _LAZY = {
     "register_model": "zoo.architectures",
     "UnknownNameError": "zoo.errors",
     "ZooError": "zoo.errors",
-    "predict": "zoo.artifacts.prediction",  # what `zoo predict` calls
-    "val": "zoo.artifacts.validation",  # what `zoo val` calls
+    "export": "zoo.deploy.export",  # `zoo.export(model, "exports/m")`: what `zoo export` calls
+    "predict": "zoo.deploy.artifacts.prediction",  # what `zoo predict` calls
+    "val": "zoo.deploy.artifacts.validation",  # what `zoo val` calls
 }
 
 __all__ = sorted(_LAZY)
@@ -50,7 +51,7 @@ _KERAS_CLASSES = (
     "zoo.data.table_scaling",
     "zoo.data.raw_input",
     "zoo.quantization.layers",
-    "zoo.formats.mobile",
+    "zoo.deploy.formats.mobile",
     "zoo.core.fused_optimizers",
     "zoo.training.losses",
     "zoo.training.features.freezing",

@@ -1,7 +1,7 @@
 """Which files are images and which folders hold splits: the one listing of the user's image files.
 
 Training (`zoo.data.image_folder`, `zoo.data.raw_input`) and the artifact commands (`zoo predict` and
-`zoo val` on a .tflite or .onnx file, `zoo.artifacts.reading`) list files alike, so a folder gives a model
+`zoo val` on a .tflite or .onnx file, `zoo.deploy.artifacts.reading`) list files alike, so a folder gives a model
 the same images in both. This module imports neither TensorFlow nor Keras: the artifact commands run
 without them.
 """

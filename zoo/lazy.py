@@ -1,9 +1,9 @@
 """A package's public names, each imported from its module on first use (PEP 562: module `__getattr__`).
 
-What the packages' `__init__` files share, so that `import zoo.export` (say) loads neither TensorFlow nor
+What the packages' `__init__` files share, so that `import zoo.deploy.export` (say) loads neither TensorFlow nor
 Keras until one of its names is used. A package declares one table, public name -> defining module:
 
->>> _EXPORTS = {"export": "zoo.export.exporter", "plan": "zoo.export.planner"}
+>>> _EXPORTS = {"export": "zoo.deploy.export.exporter", "plan": "zoo.deploy.export.planner"}
 >>> __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 A public name must not also be the name of one of the package's submodules: importing the submodule

@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import zoo.benchmark  # noqa: E402
-from zoo.artifacts import ArtifactError, ModelFileError  # noqa: E402
+from zoo.deploy.artifacts import ArtifactError, ModelFileError  # noqa: E402
 from zoo.errors import UnknownNameError  # noqa: E402
 
 

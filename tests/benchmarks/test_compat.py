@@ -30,7 +30,7 @@ POOL = [compat.Candidate("tiny_cnn", "CNN", "test", _normalizing_cnn, "8x8x3", c
         compat.Candidate("tiny_text", "text", "test", _text_model, "1 string")]
 
 
-@pytest.mark.slow  # trains and exports two models; the cells' export and verification are tests/export's
+@pytest.mark.slow  # trains and exports two models; the cells' export and verification are tests/deploy/export's
 def test_matrix_records_every_cell_with_its_reason_and_resumes(tmp_path, monkeypatch):
     data = compat.run_matrix(POOL, results_dir=tmp_path, cells=CELLS, progress=None)
     cnn, text = data["models"]["tiny_cnn"]["cells"], data["models"]["tiny_text"]["cells"]
@@ -68,7 +68,7 @@ def test_every_keras_applications_family_is_in_the_default_matrix():
 
 
 def test_matrix_cells_are_every_format_in_float32_and_its_declared_int8():
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     cells = compat.matrix_cells()
     assert [f for f, p in cells if p == "float32"] == list(FORMATS)

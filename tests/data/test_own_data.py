@@ -251,8 +251,8 @@ def test_unsorted_series_and_missing_time_column(tmp_path):
 def test_table_model_standardizes_inside_and_carries_metadata(tmp_path):
     import keras
 
-    import zoo.formats
-    from zoo.formats import metadata
+    import zoo.deploy.formats
+    from zoo.deploy.formats import metadata
     from zoo.training import own_data
 
     path = tmp_path / "h.csv"
@@ -269,7 +269,7 @@ def test_table_model_standardizes_inside_and_carries_metadata(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
     meta = metadata.of_model(loaded)
     assert meta.class_names == ("big", "small") and meta.input["kind"] == "table"
-    assert zoo.formats.read_metadata(tmp_path / "m.keras") == meta  # read from the zip without loading
+    assert zoo.deploy.formats.read_metadata(tmp_path / "m.keras") == meta  # read from the zip without loading
     import tensorflow as tf
 
     inputs = {"categorical": tf.constant([["north"]]), "numeric": tf.constant(x[:1])}

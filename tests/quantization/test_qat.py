@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 import zoo
-import zoo.export
-import zoo.formats.tflite
-from zoo.export import ExportData
+import zoo.deploy.export
+import zoo.deploy.formats.tflite
+from zoo.deploy.export import ExportData
 from zoo.quantization import QuantizationError, QuantizedLinear, calibrate, quantize_model
 from zoo.quantization.fake_quant import (
     activation_scale_and_zero_point,
@@ -189,12 +189,12 @@ def test_qat_model_round_trips_and_converts_to_builtin_int8_tflite_agreeing_with
     loaded = keras.saving.load_model(tmp_path / "qat.keras")
     np.testing.assert_array_equal(loaded.predict(x[:64], verbose=0), model.predict(x[:64], verbose=0))
 
-    report = zoo.export.export(tmp_path / "qat.keras", tmp_path / "out", ["tflite"], precision="int8",
+    report = zoo.deploy.export.export(tmp_path / "qat.keras", tmp_path / "out", ["tflite"], precision="int8",
                                data=ExportData(test=(x, y)), latency_runs=0,
                                isolate=False)  # no calibration data: the ranges are learned
     assert report.ok, report.table()
     path = report.results[0].path
-    from zoo.formats.tflite import TFLiteRunner, float_ops
+    from zoo.deploy.formats.tflite import TFLiteRunner, float_ops
 
     flatbuffer = open(path, "rb").read()
     assert float_ops(flatbuffer) == []

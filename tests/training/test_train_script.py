@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.formats.saved_model import SERVING_SIGNATURE
+from zoo.deploy.formats.saved_model import SERVING_SIGNATURE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,14 +6,14 @@ the mean absolute error of a regressor or forecaster) and its batch-1 latency in
     report = zoo.benchmark.benchmark("model.keras", data="photos/", formats="tflite,onnx")
     print(report.table()); report.rows                            # also benchmark.json/.md/.csv in report.out_dir
 
-A benchmark is an export (`zoo.export.plan`, then `execute`) of every format whose runtime is installed, in
+A benchmark is an export (`zoo.deploy.export.plan`, then `execute`) of every format whose runtime is installed, in
 every precision each offers, verified on the test split of the model's own data (the run folder and the model's
 metadata record which data and how it was read); the export report holds the numbers, and this package reads
 them as a benchmark. The project's research suites (training against stock Keras and PyTorch, serving load, the
 compatibility matrix, ...) are not here: they live beside the package, in the top-level `benchmarks/`, and run
 with `python scripts/benchmark.py SUITE`.
 
-What it may import: zoo.export (the measuring), zoo.artifacts (model files and run folders), zoo.formats,
+What it may import: zoo.deploy.export (the measuring), zoo.deploy.artifacts (model files and run folders), zoo.deploy.formats,
 zoo.core, zoo.errors, zoo.fileio; never zoo.training (a run folder is read as files) nor the top-level
 `benchmarks` package. The names below are imported on first use, so `import zoo.benchmark` loads no TensorFlow.
 """

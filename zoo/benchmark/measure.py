@@ -3,7 +3,7 @@
 Which model: a `keras.Model`, a `.keras` file, a run folder (`zoo train`'s: its `last.keras`) or a registry name
 (built untrained: size and latency only). Which data, first found:
 
-1. `data`, as `zoo.export.plan` takes it: `ExportData`, a registered dataset's name or the path of your own data;
+1. `data`, as `zoo.deploy.export.plan` takes it: `ExportData`, a registered dataset's name or the path of your own data;
 2. the model's own record of its data (`zoo train --data`: the path and how it was read, in its metadata), read
    again the same way (`ExportData.from_path`): the metric is on the test split training reported on, int8
    calibrates on the train split;
@@ -13,8 +13,8 @@ Which model: a `keras.Model`, a `.keras` file, a run folder (`zoo train`'s: its 
    calibration data).
 
 An exported artifact, or a folder of them (`zoo export`'s output), is measured as it is, with
-`zoo.artifacts` (`benchmark_artifacts`): no conversion, each artifact opened in its own runtime, its metric by
-`zoo.artifacts.val` on `data` (default: the data its metadata records), its latency on one example. One that
+`zoo.deploy.artifacts` (`benchmark_artifacts`): no conversion, each artifact opened in its own runtime, its metric by
+`zoo.deploy.artifacts.val` on `data` (default: the data its metadata records), its latency on one example. One that
 cannot be opened or measured keeps its row, with the reason.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from zoo.benchmark.report import METRIC_NAMES, OPEN_FAILED, BenchmarkReport, BenchmarkRow
 from zoo.errors import DataError
-from zoo.export.results import FAILED_VERIFICATION, PASSED
+from zoo.deploy.export.results import FAILED_VERIFICATION, PASSED
 
 RUN_RECORD = "run.json"  # what `zoo train` writes into a run folder (its config: the data it read)
 OUT_DIR = "benchmark"  # a run folder's benchmark goes into this subfolder
@@ -45,23 +45,23 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
             folder of them (measured as they are: `benchmark_artifacts`); see the module docstring.
         out_dir: where the artifacts, the export report and benchmark.json/.md/.csv go (default: the run folder's
             `benchmark/`, else `benchmark-<model name>`).
-        data: the data to measure on, as `zoo.export.plan` takes it; default: the data the model was trained on.
-        formats: names or "a,b" (`zoo.formats.FORMATS`).
+        data: the data to measure on, as `zoo.deploy.export.plan` takes it; default: the data the model was trained on.
+        formats: names or "a,b" (`zoo.deploy.formats.FORMATS`).
         max_samples: at most this many test examples.
         latency_runs: batch-1 runs timed per artifact, after warm-up.
         threads: runtime threads for existing artifacts (TFLite, ONNX, OpenVINO).
-        trust: what the user accepts of the model file's scan (`zoo.formats.unsafe.Trust`).
-        options: format options as `zoo.export.plan` takes them; a variant option given (`precision`,
+        trust: what the user accepts of the model file's scan (`zoo.deploy.formats.unsafe.Trust`).
+        options: format options as `zoo.deploy.export.plan` takes them; a variant option given (`precision`,
             `weight_quantization`) replaces "every precision the format offers".
 
     Raises:
         UnknownNameError: neither a path nor a registered model (with the close names);
         ArtifactError: a path that does not exist (with the close names beside it) or holds no model or artifact;
         ModelFileError: an empty or corrupt `.keras` file;
-        DataError: the recorded data is gone (give `data`); and whatever `zoo.export.plan` refuses, before any work.
+        DataError: the recorded data is gone (give `data`); and whatever `zoo.deploy.export.plan` refuses, before any work.
     """
-    import zoo.export
-    from zoo.formats import DEFAULT_FORMATS, parse_formats
+    import zoo.deploy.export
+    from zoo.deploy.formats import DEFAULT_FORMATS, parse_formats
 
     artifacts = _artifacts(model)
     if artifacts is not None:
@@ -76,7 +76,7 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
         if data is None:
             notes.append("no data recorded with the model: random inputs, so no metric (give --data PATH_OR_DATASET)")
     else:
-        data = zoo.export.ExportData.of(data, model)
+        data = zoo.deploy.export.ExportData.of(data, model)
         if max_samples is not None:
             data = _limited(data, max_samples)
     variants, left_out = every_variant(chosen, options, calibrated=data is not None and data.calibration is not None
@@ -87,19 +87,19 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
         notes.append(f"{model.name} built from the registry, untrained: its outputs (and int8's agreement with them) "
                      "say nothing about a trained model")
     out = Path(out_dir) if out_dir is not None else (run_dir / OUT_DIR if run_dir else Path(f"benchmark-{model.name}"))
-    plan = zoo.export.plan(model, out, [f.name for f in chosen], data=data, latency_runs=latency_runs, trust=trust,
+    plan = zoo.deploy.export.plan(model, out, [f.name for f in chosen], data=data, latency_runs=latency_runs, trust=trust,
                            card={"benchmark": str(source or model.name)}, **{**options, **variants})
-    exported = zoo.export.execute(plan)
+    exported = zoo.deploy.export.execute(plan)
     report = BenchmarkReport.from_export(exported, source, keras_runtime=_keras_runtime(), notes=notes)
     report.write()
     return report
 
 
 def recorded_data(model, run_dir=None, max_samples: int | None = None):
-    """The data `model` was trained on, read again as it was (`zoo.export.ExportData`), or None when neither the
+    """The data `model` was trained on, read again as it was (`zoo.deploy.export.ExportData`), or None when neither the
     model's metadata nor the run folder's `run.json` records any (see the module docstring)."""
-    from zoo.export import ExportData
-    from zoo.formats.metadata import of_model
+    from zoo.deploy.export import ExportData
+    from zoo.deploy.formats.metadata import of_model
 
     meta = of_model(model)
     path = (meta.source or {}).get("data") if meta else None
@@ -135,14 +135,14 @@ def every_variant(formats, options: dict, calibrated: bool) -> tuple[dict, list[
 
 def benchmark_artifacts(paths, out_dir=None, *, data=None, formats=None, latency_runs: int = 50, trust=None,
                         threads: int = 2, source=None) -> BenchmarkReport:
-    """Existing artifacts (paths of any kind `zoo.artifacts.load` opens), each measured as it is: its size, its
-    metric on `data` by `zoo.artifacts.val` (default: the data its metadata records; none: no metric) and its
+    """Existing artifacts (paths of any kind `zoo.deploy.artifacts.load` opens), each measured as it is: its size, its
+    metric on `data` by `zoo.deploy.artifacts.val` (default: the data its metadata records; none: no metric) and its
     median batch-1 latency over `latency_runs` runs after warm-up. One that fails keeps its row, with the reason.
     The table goes to `out_dir` (default: the folder of the artifacts)."""
-    from zoo.artifacts.artifact import load
-    from zoo.artifacts import val
-    from zoo.formats import parse_formats
-    from zoo.formats.ptq.x86_int8 import machine_record
+    from zoo.deploy.artifacts.artifact import load
+    from zoo.deploy.artifacts import val
+    from zoo.deploy.formats import parse_formats
+    from zoo.deploy.formats.ptq.x86_int8 import machine_record
 
     paths = [Path(p) for p in paths]
     if formats is not None:
@@ -194,8 +194,8 @@ def benchmark_artifacts(paths, out_dir=None, *, data=None, formats=None, latency
 def _artifacts(ref) -> list[Path] | None:
     """The artifacts to measure as they are when `ref` is an exported artifact or a folder of them; None when it is
     a model to export (a `keras.Model`, a `.keras` file, a run folder, a registry name)."""
-    from zoo.artifacts.artifact import RUN_DIR_MODELS as RUN_MODELS
-    from zoo.artifacts.artifact import ArtifactError, resolve
+    from zoo.deploy.artifacts.artifact import RUN_DIR_MODELS as RUN_MODELS
+    from zoo.deploy.artifacts.artifact import ArtifactError, resolve
 
     if hasattr(ref, "predict"):
         return None
@@ -207,7 +207,7 @@ def _artifacts(ref) -> list[Path] | None:
     if any((path / name).is_file() for name in RUN_MODELS):
         return None
     from zoo.benchmark.report import FILES
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     found = []
     for child in sorted(path.iterdir()):
@@ -228,7 +228,7 @@ def _artifacts(ref) -> list[Path] | None:
 
 
 def _kind(path: Path) -> str | None:
-    from zoo.artifacts.artifact import ArtifactError, resolve
+    from zoo.deploy.artifacts.artifact import ArtifactError, resolve
 
     try:
         return resolve(path)[1]
@@ -248,7 +248,7 @@ def _recorded_variants(folder: Path) -> dict:
 
 def _variant_from_name(path: Path) -> str:
     """`convnet_bn_float16.tflite` -> "float16": export names an artifact `<model>_<variant>.<suffix>`."""
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     offered = sorted({str(v) for f in FORMATS.values() for v in (f.precisions or ())}, key=len, reverse=True)
     stem = path.name.split(".")[0]
@@ -256,7 +256,7 @@ def _variant_from_name(path: Path) -> str:
 
 
 def _precision_rank(path: Path) -> int:
-    from zoo.formats.base import ARTIFACT_PRECISIONS as ORDER
+    from zoo.deploy.formats.base import ARTIFACT_PRECISIONS as ORDER
 
     return ORDER.index(v) if (v := _variant_from_name(path)) in ORDER else len(ORDER)
 
@@ -309,10 +309,10 @@ def _load(model, trust):
         import zoo
 
         return zoo.build(ref), None, None  # an unknown name is an UnknownNameError with the close names
-    from zoo.artifacts import load_model_file
-    from zoo.artifacts.artifact import resolve
+    from zoo.deploy.artifacts import load_model_file
+    from zoo.deploy.artifacts.artifact import resolve
 
-    from zoo.artifacts.artifact import RUN_DIR_MODELS
+    from zoo.deploy.artifacts.artifact import RUN_DIR_MODELS
 
     path = Path(ref)
     if path.is_dir():
@@ -325,7 +325,7 @@ def _load(model, trust):
 
 def _missing(ref: str):
     """A path that is not there: the error names the close names beside it."""
-    from zoo.artifacts.artifact import ArtifactError
+    from zoo.deploy.artifacts.artifact import ArtifactError
     from zoo.errors import suggest
 
     path = Path(ref)

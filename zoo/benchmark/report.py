@@ -15,12 +15,12 @@ import io
 import json
 from pathlib import Path
 
-from zoo.export.results import EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED
+from zoo.deploy.export.results import EXPORT_FAILED, EXPORTED, FAILED_VERIFICATION, PASSED
 
 OPEN_FAILED = "open_failed"  # an existing artifact its runtime could not open (damaged, refused by the scan)
 STATUS_TEXT = {PASSED: "passed", EXPORTED: "exported (not verified)", FAILED_VERIFICATION: "FAILED verification",
                EXPORT_FAILED: "export FAILED", OPEN_FAILED: "FAILED to open", "reference": "reference"}
-METRIC_NAMES = {"accuracy": "accuracy", "mae": "MAE"}  # a `zoo.export.verify.metrics` key -> its column header
+METRIC_NAMES = {"accuracy": "accuracy", "mae": "MAE"}  # a `zoo.deploy.export.verify.metrics` key -> its column header
 FILES = ("benchmark.json", "benchmark.md", "benchmark.csv")
 
 
@@ -31,7 +31,7 @@ class BenchmarkRow:
     format: str
     precision: str
     runtime: str
-    status: str  # zoo.export.results' statuses, or "reference" for the Keras model
+    status: str  # zoo.deploy.export.results' statuses, or "reference" for the Keras model
     size_bytes: int | None = None
     metric: float | None = None  # the report's metric (`BenchmarkReport.metric`) on the test data
     latency_ms: float | None = None  # median batch-1 latency in the runtime, after warm-up
@@ -56,7 +56,7 @@ class BenchmarkReport:
     source: str | None  # the model file or run folder measured
     data: str  # what the metric was measured on, e.g. "/data/digits test split" or random inputs
     examples: int
-    metric: str | None  # "accuracy" or "mae" (a `zoo.export.verify.metrics` key); None without labelled data
+    metric: str | None  # "accuracy" or "mae" (a `zoo.deploy.export.verify.metrics` key); None without labelled data
     rows: list[BenchmarkRow]
     out_dir: str
     machine: dict = dataclasses.field(default_factory=dict)
@@ -67,7 +67,7 @@ class BenchmarkReport:
 
     @classmethod
     def from_export(cls, report, source=None, keras_runtime: str = "Keras", notes=()) -> "BenchmarkReport":
-        """The benchmark of a `zoo.export.ExportReport`: its Keras reference (`source`: the .keras file measured,
+        """The benchmark of a `zoo.deploy.export.ExportReport`: its Keras reference (`source`: the .keras file measured,
         for its size) and every artifact's result."""
         metric = next((name for name in METRIC_NAMES if getattr(report.keras, name) is not None), None)
         metric = metric or next((name for r in report.results if r.verification for name in METRIC_NAMES
@@ -177,7 +177,7 @@ def _file_size(path) -> int | None:
 
 
 def _declared_runtime(format: str) -> str:
-    from zoo.formats import FORMATS
+    from zoo.deploy.formats import FORMATS
 
     return FORMATS[format].runtime if format in FORMATS else ""
 

@@ -16,14 +16,14 @@ def positive_int(text: str) -> int:
 
 
 def trust_from_args(args):
-    """The `zoo.formats.unsafe.Trust` the flags of `add_untrusted_flags` give."""
-    from zoo.formats.unsafe import Trust
+    """The `zoo.deploy.formats.unsafe.Trust` the flags of `add_untrusted_flags` give."""
+    from zoo.deploy.formats.unsafe import Trust
 
     return Trust(args.allow_unsafe_ops or (), getattr(args, "unsafe_deserialization", False))
 
 
 def add_untrusted_flags(p, keras: bool = False) -> None:
-    """The flags with which a user accepts what `zoo scan` found (`zoo.formats.unsafe.Trust`); for every command
+    """The flags with which a user accepts what `zoo scan` found (`zoo.deploy.formats.unsafe.Trust`); for every command
     that loads a user's artifact (serve, export, predict, val)."""
     p.add_argument("--allow-unsafe-ops", default=None, metavar="OP,OP",
                    help="accept exactly these ops that `zoo scan` reported (after review); no wildcards")

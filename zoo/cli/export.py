@@ -10,8 +10,8 @@ from zoo.cli.common import positive_int as _positive_int
 
 def add(sub):
     from zoo.core.options import add_arguments
-    from zoo.export.data import DEFAULT_SPLITS
-    from zoo.formats import FORMATS, cli_options
+    from zoo.deploy.export.data import DEFAULT_SPLITS
+    from zoo.deploy.formats import FORMATS, cli_options
 
     p = sub.add_parser(
         "export",
@@ -22,7 +22,7 @@ def add(sub):
                     "run, in seconds, and exits 0 if every format runs what zoo export would convert (the model, "
                     "or its RNN route) with its own ops, 1 if some cannot (or needs TFLite's Flex delegate), 2 on "
                     "bad input. "
-                    "The format options below are each format's own declarations (zoo/formats/).",
+                    "The format options below are each format's own declarations (zoo/deploy/formats/).",
     )
     p.add_argument("model", help="path to a .keras file (or a run directory), or a registry name (untrained)")
     p.add_argument("--check", action="store_true",
@@ -59,10 +59,10 @@ def add(sub):
 
 def _load_model(ref: str, trust):
     """A registry name is built; a path (a run directory: its last.keras) is scanned first, then loaded in
-    Keras's safe mode (`zoo.artifacts.load_model_file`)."""
+    Keras's safe mode (`zoo.deploy.artifacts.load_model_file`)."""
     import zoo
-    from zoo.artifacts import load_model_file
-    from zoo.artifacts.artifact import resolve
+    from zoo.deploy.artifacts import load_model_file
+    from zoo.deploy.artifacts.artifact import resolve
 
     if os.path.isdir(ref):
         ref = str(resolve(ref)[0])
@@ -72,9 +72,9 @@ def _load_model(ref: str, trust):
 
 
 def export_data(args, model):
-    """The data of each role (`zoo.export.ExportData`) from --dataset or --data; None without either."""
-    from zoo.export import ExportData
-    from zoo.export.data import DEFAULT_SPLITS
+    """The data of each role (`zoo.deploy.export.ExportData`) from --dataset or --data; None without either."""
+    from zoo.deploy.export import ExportData
+    from zoo.deploy.export.data import DEFAULT_SPLITS
 
     if args.data:
         # The dataset defaults name a slice of a registered dataset's train split; your data has its own splits.
@@ -90,10 +90,10 @@ def export_data(args, model):
 
 
 def _cmd_export(args) -> int:
-    import zoo.export
+    import zoo.deploy.export
     from zoo.cli.common import trust_from_args
     from zoo.core.options import given_values
-    from zoo.formats import DEFAULT_FORMATS, cli_options
+    from zoo.deploy.formats import DEFAULT_FORMATS, cli_options
 
     given = given_values(args, cli_options())
     trust = trust_from_args(args)
@@ -101,7 +101,7 @@ def _cmd_export(args) -> int:
     if args.check:
         return _check(model, args, given)
     out = args.out or os.path.join("exports", model.name)
-    plan = zoo.export.plan(
+    plan = zoo.deploy.export.plan(
         model, out, args.formats or DEFAULT_FORMATS, data=export_data(args, model),
         latency_runs=args.latency_runs, verify=args.verify, class_names=_class_names(args.class_names),
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
@@ -110,21 +110,21 @@ def _cmd_export(args) -> int:
     if args.dry_run:
         print(plan.describe())
         return 0
-    report = zoo.export.execute(plan)
+    report = zoo.deploy.export.execute(plan)
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")
     return 0 if report.ok else 1
 
 
 def _check(model, args, given: dict) -> int:
-    """`zoo export --check`: `zoo.export.check`'s table; exit 0 when every format runs the model, else 1."""
-    import zoo.export
-    from zoo.formats import DEFAULT_FORMATS
+    """`zoo export --check`: `zoo.deploy.export.check`'s table; exit 0 when every format runs the model, else 1."""
+    import zoo.deploy.export
+    from zoo.deploy.formats import DEFAULT_FORMATS
 
     other = sorted(k for k in given if k != "opset")
     if other:
         print(f"note: --check ignores the conversion option(s) {', '.join(other)}")
-    report = zoo.export.check(model, args.formats or DEFAULT_FORMATS, opset=given.get("opset"))
+    report = zoo.deploy.export.check(model, args.formats or DEFAULT_FORMATS, opset=given.get("opset"))
     print(report.table())
     if args.out:  # for CI: the same answer as data
         from zoo.fileio import atomic_write_text

@@ -43,7 +43,7 @@ def table(pattern: str = "*", family: str | None = None) -> list[tuple[str, ...]
     """`zoo list`'s table, header first: the registry's facts and the formats each model exports to
     (the docs' model table is this too)."""
     from zoo.architectures import catalog
-    from zoo.export.matrix import exports_cell, load_results
+    from zoo.deploy.export.matrix import exports_cell, load_results
 
     infos = _model_infos()
     exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)

@@ -6,7 +6,7 @@ from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
 
 
 def add(sub):
-    from zoo.formats import KINDS
+    from zoo.deploy.formats import KINDS
 
     p = sub.add_parser(
         "predict",
@@ -35,13 +35,13 @@ def add(sub):
 def _cmd_predict(args) -> int:
     import sys
 
-    from zoo.artifacts.artifact import describe, load
-    from zoo.artifacts.prediction import predict
+    from zoo.deploy.artifacts.artifact import describe, load
+    from zoo.deploy.artifacts.prediction import predict
 
     trust = trust_from_args(args)
     if args.serve_page:
-        from zoo.formats import tfjs_page
-        from zoo.scan import require_safe
+        from zoo.deploy.formats import tfjs_page
+        from zoo.deploy.scan import require_safe
 
         require_safe(args.artifact, trust)
         tfjs_page.serve(args.artifact, port=args.port)

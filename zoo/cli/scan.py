@@ -6,11 +6,11 @@ import json
 
 
 def add(sub):
-    from zoo.formats import KINDS
+    from zoo.deploy.formats import KINDS
 
     p = sub.add_parser(
         "scan", help="list the ops of a model artifact that reach files, the network, processes or run code",
-        description=f"Reads {', '.join(KINDS)} artifacts as data, without executing them (zoo.scan). Exits 0 only "
+        description=f"Reads {', '.join(KINDS)} artifacts as data, without executing them (zoo.deploy.scan). Exits 0 only "
                     "if every artifact is clean, 1 if any holds unsafe ops, 2 on bad input.",
     )
     p.add_argument("artifacts", nargs="+", metavar="ARTIFACT", help="a SavedModel directory or a model file")
@@ -19,7 +19,7 @@ def add(sub):
 
 
 def _cmd_scan(args) -> int:
-    from zoo.scan import scan
+    from zoo.deploy.scan import scan
 
     reports = [scan(a) for a in args.artifacts]
     if args.format == "json":

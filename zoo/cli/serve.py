@@ -33,15 +33,15 @@ def add(sub):
                    help="write models.config (default <base_dir>/models.config) and exit")
     p.add_argument("--print-docker", action="store_true", help="print the `docker run` command for TF Serving and exit")
     add_untrusted_flags(p)
-    from zoo.serve import limits
+    from zoo.deploy.serve import limits
 
     limits.add_arguments(p)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args) -> int:
-    from zoo import serve as serving
-    from zoo.serve import limits
+    from zoo.deploy import serve as serving
+    from zoo.deploy.serve import limits
 
     models = [m for m in (args.models or "").split(",") if m] or None
     labels = serving.parse_labels(args.labels)

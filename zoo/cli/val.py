@@ -6,7 +6,7 @@ from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
 
 
 def add(sub):
-    from zoo.formats import KINDS
+    from zoo.deploy.formats import KINDS
 
     p = sub.add_parser(
         "val",
@@ -33,8 +33,8 @@ def _cmd_val(args) -> int:
     import os
     import sys
 
-    from zoo.artifacts.artifact import describe, load
-    from zoo.artifacts.validation import val
+    from zoo.deploy.artifacts.artifact import describe, load
+    from zoo.deploy.artifacts.validation import val
 
     artifact = load(args.artifact, threads=args.threads, trust=trust_from_args(args))
     print(describe(artifact), file=sys.stderr)

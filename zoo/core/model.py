@@ -131,7 +131,7 @@ class ZooModel(trainers.for_backend(), keras.Model):
     (`zoo.training.features`).
     """
 
-    # What the model is for (task, classes, raw input): `zoo.formats.metadata`. Saved with the config.
+    # What the model is for (task, classes, raw input): `zoo.deploy.formats.metadata`. Saved with the config.
     zoo_metadata = None
 
     def get_config(self):

@@ -17,7 +17,7 @@ The model is the registry architecture wrapped in the data's fitted preprocessin
 (:mod:`zoo.data.raw_input`): `Rescaling` (pixels, standardization, robust scaling) and `SmoothClip`
 for table columns, `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
-every export take the data as it is stored, and carry its metadata (`zoo.formats.metadata`).
+every export take the data as it is stored, and carry its metadata (`zoo.deploy.formats.metadata`).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def build_model(config: TrainConfig, data: PathData):
     """
     import keras
 
-    from zoo.formats import metadata
+    from zoo.deploy.formats import metadata
     from zoo.training import features
     from zoo.core.model import ZooModel
 

@@ -248,11 +248,11 @@ def _tf_workers(strategy) -> int:
 def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
     """(the published SavedModel version, None), or (None, why not).
 
-    On TensorFlow the model publishes itself (`zoo.formats.saved_model.publish_saved_model`). On JAX and PyTorch a
+    On TensorFlow the model publishes itself (`zoo.deploy.formats.saved_model.publish_saved_model`). On JAX and PyTorch a
     child process on the TensorFlow backend loads the run's `.keras` file and publishes it, as the
     conversion child of `zoo export` does; without TensorFlow installed there is no SavedModel.
     """
-    from zoo.formats.saved_model import publish_saved_model
+    from zoo.deploy.formats.saved_model import publish_saved_model
 
     if keras.backend.backend() == "tensorflow":
         return publish_saved_model(model, config.export_dir, config.model, warmup_data=warmup_ds), None
@@ -282,7 +282,7 @@ def _publish_child(keras_file: str, export_dir: str, name: str, warmup: str | No
     """In a TensorFlow-backend child: load the run's `.keras` file and publish it (see `_publish`)."""
     import zoo  # noqa: F401  registers zoo's classes
     import zoo.core.model  # noqa: F401
-    from zoo.formats.saved_model import publish_saved_model
+    from zoo.deploy.formats.saved_model import publish_saved_model
 
     model = keras.saving.load_model(keras_file, safe_mode=True, compile=False)
     x = None

@@ -31,8 +31,8 @@ class Distillation(TrainFeature):
     @classmethod
     def from_config(cls, config):
         """The teacher is the saved model `config.teacher` names (scanned, then loaded frozen in Keras's
-        safe mode without its optimizer: `zoo.artifacts.load_model_file`)."""
-        from zoo.artifacts import load_model_file
+        safe mode without its optimizer: `zoo.deploy.artifacts.load_model_file`)."""
+        from zoo.deploy.artifacts import load_model_file
 
         teacher = load_model_file(config.teacher, compile=False)
         teacher.trainable = False

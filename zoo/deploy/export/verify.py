@@ -1,0 +1,171 @@
+"""The one verification of an artifact against the Keras model it came from.
+
+`compare` checks outputs against Keras's: output names and shapes, then the tolerance of the
+artifact's precision class, plus argmax agreement where there is a class axis, and the task metric
+where labels were given (`metrics`: accuracy of class scores, else the mean absolute error of values).
+`verify` runs an artifact's runner on the evaluation set, compares, and times batch-1 latency.
+Export (`zoo.deploy.export.export`, `zoo export`) and the inference benchmark both use them, and both
+return typed results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from zoo.deploy.formats.base import INT8_GUARDS, TEST, Runner, median
+
+
+@dataclasses.dataclass(frozen=True)
+class Criterion:
+    """What "agrees with Keras" means for one precision class."""
+
+    text: str
+    max_abs_diff: float | None = None
+    min_argmax_agreement: float | None = None
+
+
+# The float bounds hold for outputs within [-1, 1] (class scores, standardized values) and scale with the largest
+# Keras output beyond that: a regressor predicting prices of 2e5 carries float32 rounding of ~0.02 in its units.
+CRITERIA = {
+    "float32": Criterion("max abs diff <= 1e-4 x max(1, max |Keras output|)", max_abs_diff=1e-4),
+    "float16": Criterion("max abs diff <= 1e-2 x max(1, max |Keras output|)", max_abs_diff=1e-2),
+    "int8": Criterion("argmax agreement >= 99%", min_argmax_agreement=0.99),
+}
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
+# int8 outputs without a class axis (one unit): argmax is meaningless, so a bound relative to the output range.
+INT8_SCALAR_RELATIVE_DIFF = 0.05
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Outputs of an artifact against Keras's; `problems` says why they do not agree (empty: they do)."""
+
+    output_shapes: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    max_abs_diff: float | None = None
+    argmax_agreement: float | None = None  # of the first output, where it has a class axis
+    accuracy: float | None = None  # of the first output, where labels were given and it has a class axis
+    mae: float | None = None  # of the first output, where labels were given and it has none (a regressor's values)
+    criterion: str | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+@dataclasses.dataclass
+class Verification(Comparison):
+    """A `Comparison` run in the artifact's runtime, with the batch-1 latency there."""
+
+    runtime: str = ""
+    eval_samples: int = 0
+    latency_ms: float | None = None  # median of `latency_runs` batch-1 runs after warm-up
+    latency_runs: int | None = None
+
+
+def accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(outputs, axis=-1) == np.asarray(labels)))
+
+
+def mean_absolute_error(outputs: np.ndarray, targets: np.ndarray) -> float | None:
+    """Mean |output - target| over every value, in the targets' units; None where the shapes do not pair up."""
+    targets = np.asarray(targets, np.float64)
+    outputs = np.asarray(outputs, np.float64)
+    if outputs.size != targets.size or not len(targets):
+        return None
+    return float(np.mean(np.abs(outputs.reshape(targets.shape) - targets)))
+
+
+def metrics(outputs: np.ndarray, labels: np.ndarray | None) -> dict:
+    """The task metric of one output against the labels: `{"accuracy": ...}` for class scores (a class axis and
+    one label per example), `{"mae": ...}` for values; empty without labels."""
+    if labels is None:
+        return {}
+    labels = np.asarray(labels)
+    if outputs.ndim > 1 and outputs.shape[-1] > 1 and labels.ndim == 1:
+        return {"accuracy": accuracy(outputs, labels)}
+    mae = mean_absolute_error(outputs, labels)
+    return {} if mae is None else {"mae": mae}
+
+
+def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], precision: str,
+            labels: np.ndarray | None = None) -> Comparison:
+    """`outputs` (name -> array) against Keras's `references` under the criterion of `precision`."""
+    result = Comparison(output_shapes={name: list(np.shape(v)) for name, v in outputs.items()})
+    problems = result.problems
+    if sorted(outputs) != sorted(references):
+        problems.append(f"output names {sorted(outputs)} != Keras {sorted(references)}")
+    for name, ref in references.items():
+        if name in outputs and np.shape(outputs[name]) != ref.shape:
+            problems.append(f"output {name!r} shape {list(np.shape(outputs[name]))} != Keras {list(ref.shape)}")
+    if problems:
+        return result
+
+    first = next(iter(references))
+    diffs = [float(np.max(np.abs(np.asarray(outputs[n], np.float64) - ref))) if ref.size else 0.0
+             for n, ref in references.items()]
+    result.max_abs_diff = max(diffs)
+    has_classes = references[first].shape[-1] > 1
+    if has_classes:
+        result.argmax_agreement = float(np.mean(np.argmax(outputs[first], -1) == np.argmax(references[first], -1)))
+    for name, value in metrics(np.asarray(outputs[first]), labels).items():
+        setattr(result, name, value)
+
+    criterion = CRITERIA[precision]
+    result.criterion = criterion.text
+    largest = max((float(np.max(np.abs(ref))) for ref in references.values() if ref.size), default=0.0)
+    if not np.isfinite(result.max_abs_diff):
+        problems.append("outputs are not finite")
+    elif criterion.max_abs_diff is not None and result.max_abs_diff > criterion.max_abs_diff * max(1.0, largest):
+        why = (f" (Keras's outputs reach {largest:.3g}, beyond float16's largest value, {FLOAT16_MAX:g})"
+               if precision == "float16" and largest > FLOAT16_MAX else "")
+        problems.append(f"max abs diff {result.max_abs_diff:.3g} > {criterion.max_abs_diff * max(1.0, largest):.3g}{why}")
+    if criterion.min_argmax_agreement is not None:
+        if has_classes:
+            if result.argmax_agreement < criterion.min_argmax_agreement:
+                problems.append(f"argmax agreement {result.argmax_agreement:.2%} < "
+                                f"{criterion.min_argmax_agreement:.0%}")
+        else:
+            span = float(np.ptp(references[first])) or 1.0
+            result.criterion = f"max abs diff <= {INT8_SCALAR_RELATIVE_DIFF:.0%} of the output range"
+            if result.max_abs_diff > INT8_SCALAR_RELATIVE_DIFF * span:
+                problems.append(f"max abs diff {result.max_abs_diff:.3g} > {INT8_SCALAR_RELATIVE_DIFF:.0%} "
+                                f"of {span:.3g}")
+    return result
+
+
+def verify(runner: Runner, conversion) -> Verification:
+    """The artifact's runner on the job's test data (every input, by name) against the Keras outputs (every
+    output), and its batch-1 latency (`conversion`: a `zoo.deploy.formats.conversion.Conversion`)."""
+    from zoo.deploy.formats.inputs import count, take
+
+    job = conversion.job
+    x = conversion.inputs(TEST)
+    comparison = compare(runner.predict(x), conversion.references(), job.target.precision, conversion.labels(TEST))
+    result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=count(x))
+    if comparison.max_abs_diff is not None and job.latency_runs:  # names and shapes agree: it runs
+        times = runner.latencies_ms(take(x, 0, 1), job.latency_runs, job.warmup_runs)
+        result.latency_ms, result.latency_runs = median(times), len(times)
+    result.runtime = runner.runtime  # some runners say more once they have run (TF.js: the backend)
+    return result
+
+
+def int8_remedy(verification: Comparison, job) -> str | None:
+    """What to do where post-training int8 missed the argmax criterion: the guards (`zoo.deploy.formats.ptq.budget`)
+    keep float the layers whose int8 moves the outputs most, and quantization-aware training learns the ranges.
+    None where the criterion held, the artifact is not a post-training full int8 of a format that has the guards
+    (a TF.js uint8 file's weights alone are quantized), a guard was already asked for, or the ranges were learned."""
+    from zoo.deploy.formats.ptq.budget import inputs_needed
+
+    need = CRITERIA["int8"].min_argmax_agreement
+    agreement = verification.argmax_agreement
+    options = job.target.options  # resolved: every option the format declares
+    if (job.target.variant != "int8" or not set(INT8_GUARDS) <= set(options) or agreement is None or agreement >= need
+            or job.model.quantization_aware or any(options.get(g) is not None for g in INT8_GUARDS)):
+        return None
+    return (f"To reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
+            "layers whose int8 moves the outputs most, measured on the validation data (at least "
+            f"{inputs_needed(need)} inputs), at some cost in size and speed; or fine-tune the model quantization-aware "
+            "(zoo train --qat-from RUN/last.keras) and export that")
