@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.run_dir import RunDir
 
 
 class WallClock(keras.callbacks.Callback):
@@ -286,7 +287,7 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
 
 def standard_callbacks(
-    run_dir: Path,
+    run: RunDir,
     *,
     monitor: str,
     mode: str = "max",
@@ -297,8 +298,8 @@ def standard_callbacks(
     """Best-weights checkpoint, TensorBoard (where TensorFlow is installed), CSV history, optional early
     stopping and time limit.
 
-    `run_dir` gets `best.keras`, `logs/` and `history.csv` (the resumable
-    `backup/` is `ResumableBackup`'s, added by the run). With
+    `run` (a `zoo.run_dir.RunDir`) gets the best model, TensorBoard's logs and the CSV history (the
+    resumable backup is `ResumableBackup`'s, added by the run). With
     `write_files=False` (a non-chief multi-worker task) only the in-memory
     callbacks are returned.
     """
@@ -310,15 +311,15 @@ def standard_callbacks(
         stopper = keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=early_stopping,
                                                 restore_best_weights=True)
     if write_files:
-        # With early stopping the best weights are held in memory and restored at the end: best.keras is
+        # With early stopping the best weights are held in memory and restored at the end: the best model is
         # written once then, not at every better epoch (a .keras save is ~0.1-1 s, many times a small
         # table's epoch).
-        best = str(run_dir / "best.keras")
+        best = str(run.best)
         callbacks.append(ModelCheckpoint(best, monitor=monitor, mode=mode, save_best_only=True) if stopper is None
                          else SaveBestAtEnd(best, stopper))
         if backends.tensorflow_available():  # Keras writes TensorBoard's event files with tf.summary
-            callbacks.append(keras.callbacks.TensorBoard(str(run_dir / "logs")))
-        callbacks.append(keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=True))
+            callbacks.append(keras.callbacks.TensorBoard(str(run.logs)))
+        callbacks.append(keras.callbacks.CSVLogger(str(run.history), append=True))
     if stopper is not None:
         callbacks.insert(0, stopper)  # first: its on_train_end restores the best weights before they are saved
     if time_limit:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import json
 import math
 import os
 import subprocess
@@ -26,7 +25,7 @@ import numpy as np
 import zoo.data
 from zoo.data import batches
 from zoo.errors import ZooError
-from zoo.fileio import atomic_write_text, ensure_dir
+from zoo.run_dir import RunDir
 from zoo.training import augment, backends, baselines, distribute, features, multi_worker, thread_pools
 from zoo.training.builders import build_and_compile, load_splits, load_train, task_of
 from zoo.training.callbacks import (
@@ -118,9 +117,10 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         n = info.splits.get(config.train_split)
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
-    run_dir = ensure_dir(config.run_dir) if is_chief else Path(config.run_dir)
+    run = RunDir(config.run_dir)
+    run_dir = run.path
     if is_chief:
-        _record(run_dir, config, strategy)
+        run.create().record(_record(config, strategy))
     with distribute.activated(strategy):
         with strategy.scope():
             model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
@@ -140,14 +140,14 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         monitor = f"val_{name}" if val_ds is not None else name
         clock = WallClock(monitor=monitor, target=config.target, mode=mode)
         guard = NonFiniteGuard(steps_per_epoch)
-        backup = ResumableBackup(run_dir / "backup", steps_per_epoch, config.backup_every if exact_resume else None,
+        backup = ResumableBackup(run.backup, steps_per_epoch, config.backup_every if exact_resume else None,
                                  write=is_chief, guard=guard)
         resumed = backup.restore(model)
         guard.step_offset = backup.global_step
         callbacks = [
             guard,
             backup,
-            *standard_callbacks(run_dir, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
+            *standard_callbacks(run, monitor=monitor, mode=mode, early_stopping=config.early_stopping,
                                 time_limit=config.time_limit, write_files=is_chief),
             *_feature_callbacks(model),
             clock,
@@ -182,7 +182,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
                 f.copy_to_model()  # evaluate and export the averaged weights
         if is_chief:
             with outside_distribution():
-                model.save(run_dir / "last.keras")
+                model.save(run.last)
         backup.cleanup()
 
         test_metrics = model.evaluate(test_ds, return_dict=True, verbose=0) if test_ds is not None else {}
@@ -190,7 +190,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     export_path, notes = None, []
     if config.export_dir and is_chief:
         # Real test (or validation) examples become the version's TF Serving warmup records.
-        export_path, note = _publish(model, run_dir / "last.keras", config, test_ds if test_ds is not None else val_ds)
+        export_path, note = _publish(model, run.last, config, test_ds if test_ds is not None else val_ds)
         notes += [note] if note else []
     test_metrics = {k: float(v) for k, v in test_metrics.items()}
     preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
@@ -221,13 +221,10 @@ def _feature_callbacks(model) -> list:
     return model.feature_callbacks() if hasattr(model, "feature_callbacks") else []
 
 
-RUN_FILE = "run.json"
-
-
-def _record(run_dir: Path, config: TrainConfig, strategy) -> None:
-    """`run.json` in the run folder: the config as run (the backend filled in), the backend's versions and
-    devices, the strategy, when it started."""
-    record = {
+def _record(config: TrainConfig, strategy) -> dict:
+    """The run folder's record (`RunDir.record`): the config as run (the backend filled in), the backend's
+    versions and devices, the strategy, when it started."""
+    return {
         "config": {**dataclasses.asdict(config), "backend": backends.current()},
         "backend": backends.describe(),
         "strategy": {"name": config.strategy, "replicas": int(strategy.num_replicas_in_sync),
@@ -235,7 +232,6 @@ def _record(run_dir: Path, config: TrainConfig, strategy) -> None:
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": sys.argv,
     }
-    atomic_write_text(run_dir / RUN_FILE, json.dumps(record, indent=2, default=str) + "\n")
 
 
 def _tf_workers(strategy) -> int:
