@@ -36,15 +36,16 @@ class RunDir:
     MODELS = (LAST, BEST)  # the run's models, in order of preference
 
     def __post_init__(self):
-        object.__setattr__(self, "path", Path(self.path))
+        path = self.path.path if isinstance(self.path, RunDir) else Path(self.path)  # RunDir(run) is run
+        object.__setattr__(self, "path", path)
 
     @classmethod
     def of(cls, path) -> RunDir | None:
-        """The run folder `path` is, or holds the model of (`runs/x`, `runs/x/last.keras`), else None.
+        """The run folder `path` is, or holds a file of (`runs/x`, `runs/x/last.keras`), else None.
 
         A folder is a run folder when it holds the record or one of the run's models."""
         path = Path(os.fspath(path))
-        folder = path.parent if path.name in cls.MODELS else path
+        folder = path if path.is_dir() else path.parent
         if folder.is_dir() and any((folder / name).is_file() for name in (cls.RECORD, *cls.MODELS)):
             return cls(folder)
         return None

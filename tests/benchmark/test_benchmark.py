@@ -84,6 +84,25 @@ def test_a_run_is_measured_in_every_precision_on_its_own_test_data(run, measured
     assert "accuracy" in text and "onnx" in text and "int8" in text
 
 
+def test_a_run_exports_to_int8_on_the_data_it_was_trained_on_with_no_data_flag(run, tmp_path, capsys):
+    """`zoo export RUN --precision int8` needs no data flag: the run's model records the data it was trained on, and
+    the plan calibrates and tests on it (`ExportData.from_run`), saying so. The accuracy the report gives is the
+    independent one of the fixture (Pillow's pixels, Keras's predict)."""
+    import json
+
+    from zoo import cli
+
+    folder, accuracy = run
+    out = tmp_path / "exported"
+    assert cli.main(["export", str(folder), "--formats", "onnx", "--precision", "int8", "--out", str(out),
+                     "--latency-runs", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "test split (recorded with the model: the data it was trained on)" in printed, printed
+    report = json.loads((out / "report.json").read_text())
+    assert report["keras"]["accuracy"] == pytest.approx(accuracy)
+    assert report["data"]["calibration"] and report["model"]["source"] == os.path.abspath(folder / "last.keras")
+
+
 def test_an_exported_set_is_measured_as_it_is_and_a_damaged_artifact_keeps_its_row(run, measured, tmp_path):
     _, accuracy = run
     for r in measured.rows[1:]:

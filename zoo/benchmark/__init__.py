@@ -25,7 +25,6 @@ from zoo import lazy
 # public name -> the module that defines it
 _EXPORTS = {
     "benchmark": "zoo.benchmark.measure",
-    "recorded_data": "zoo.benchmark.measure",
     "BenchmarkReport": "zoo.benchmark.report",
     "BenchmarkRow": "zoo.benchmark.report",
 }

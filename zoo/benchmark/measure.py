@@ -1,15 +1,12 @@
 """`benchmark`: a model in every format and precision, measured on the data it was trained on (see the package).
 
-Which model: a `keras.Model`, a `.keras` file, a run folder (`zoo train`'s: its `last.keras`) or a registry name
-(built untrained: size and latency only). Which data, first found:
+Which model: a `keras.Model`, or a reference as `zoo.deploy.artifacts.resolve_model` takes it: a `.keras` file, a
+run folder (`zoo train`'s) or a registry name (built untrained: size and latency only). Which data, first found:
 
 1. `data`, as `zoo.deploy.export.plan` takes it: `ExportData`, a registered dataset's name or the path of your own data;
-2. the model's own record of its data (`zoo train --data`: the path and how it was read, in its metadata), read
-   again the same way (`ExportData.from_path`): the metric is on the test split training reported on, int8
-   calibrates on the train split;
-3. the run folder's `run.json` of a model trained on a registered dataset (`zoo train --dataset`): its test
-   and train splits (`ExportData.from_dataset`);
-4. none: random inputs of the model's shapes (size and latency, no metric, and no full int8, which needs
+2. the data the model was trained on, as its metadata or its run folder records it (`ExportData.from_run`): the
+   metric is on the test split training reported on, int8 calibrates on the train split;
+3. none: random inputs of the model's shapes (size and latency, no metric, and no full int8, which needs
    calibration data).
 
 An exported artifact, or a folder of them (`zoo export`'s output), is measured as it is, with
@@ -20,6 +17,7 @@ cannot be opened or measured keeps its row, with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -29,13 +27,11 @@ from zoo.benchmark.report import METRIC_NAMES, OPEN_FAILED, BenchmarkReport, Ben
 from zoo.errors import DataError
 from zoo.deploy.export.results import FAILED_VERIFICATION, PASSED
 
-RUN_RECORD = "run.json"  # what `zoo train` writes into a run folder (its config: the data it read)
-OUT_DIR = "benchmark"  # a run folder's benchmark goes into this subfolder
 FULL_INT8 = "int8"  # the variant that needs calibration data (dynamic int8 does not)
 EXPORT_REPORT = "report.json"  # what `zoo export` writes beside the artifacts: each one's format and precision
 
 
-def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int | None = None,
+def benchmark(model, out_dir=None, *, data=None, formats=None, eval_samples: int | None = None,
               latency_runs: int = 50, trust=None, threads: int = 2, **options) -> BenchmarkReport:
     """Exports `model` to every format in `formats` (default: each whose runtime is installed) in every precision
     each offers, verifies each artifact in its runtime on the model's data, and returns (and writes) the table.
@@ -47,7 +43,7 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
             `benchmark/`, else `benchmark-<model name>`).
         data: the data to measure on, as `zoo.deploy.export.plan` takes it; default: the data the model was trained on.
         formats: names or "a,b" (`zoo.deploy.formats.FORMATS`).
-        max_samples: at most this many test examples.
+        eval_samples: at most this many test examples.
         latency_runs: batch-1 runs timed per artifact, after warm-up.
         threads: runtime threads for existing artifacts (TFLite, ONNX, OpenVINO).
         trust: what the user accepts of the model file's scan (`zoo.deploy.formats.unsafe.Trust`).
@@ -61,59 +57,42 @@ def benchmark(model, out_dir=None, *, data=None, formats=None, max_samples: int 
         DataError: the recorded data is gone (give `data`); and whatever `zoo.deploy.export.plan` refuses, before any work.
     """
     import zoo.deploy.export
+    from zoo.deploy.artifacts.reference import resolve_model
+    from zoo.deploy.export import ExportData
     from zoo.deploy.formats import DEFAULT_FORMATS, parse_formats
 
     artifacts = _artifacts(model)
     if artifacts is not None:
         return benchmark_artifacts(artifacts, out_dir, data=data, formats=formats, latency_runs=latency_runs,
                                    trust=trust, threads=threads, source=model)
-    from_registry = not hasattr(model, "predict") and not os.path.exists(os.fspath(model))
-    model, source, run_dir = _load(model, trust)
+    ref = None if hasattr(model, "predict") else resolve_model(model, trust)
+    model = model if ref is None else ref.model
+    source = None if ref is None else ref.path
+    run = None if ref is None else ref.run
     chosen = parse_formats(DEFAULT_FORMATS if formats is None else formats)
     notes = []
     if data is None:
-        data = recorded_data(model, run_dir, max_samples)
+        data = ExportData.from_run(run, model, max_test_samples=eval_samples)
         if data is None:
             notes.append("no data recorded with the model: random inputs, so no metric (give --data PATH_OR_DATASET)")
     else:
-        data = zoo.deploy.export.ExportData.of(data, model)
-        if max_samples is not None:
-            data = _limited(data, max_samples)
+        data = ExportData.of(data, model)
+        if eval_samples is not None:
+            data = dataclasses.replace(data, max_test_samples=eval_samples)
     variants, left_out = every_variant(chosen, options, calibrated=data is not None and data.calibration is not None
                                        or _quantization_aware(model))
     if left_out:
         notes.append(f"{', '.join(left_out)} left out: full int8 calibrates on training data, and there is none")
-    if from_registry:
+    if ref is not None and ref.kind == "registry":
         notes.append(f"{model.name} built from the registry, untrained: its outputs (and int8's agreement with them) "
                      "say nothing about a trained model")
-    out = Path(out_dir) if out_dir is not None else (run_dir / OUT_DIR if run_dir else Path(f"benchmark-{model.name}"))
-    plan = zoo.deploy.export.plan(model, out, [f.name for f in chosen], data=data, latency_runs=latency_runs, trust=trust,
+    out = Path(out_dir) if out_dir is not None else (run.benchmark if run else Path(f"benchmark-{model.name}"))
+    plan = zoo.deploy.export.plan(model if ref is None else ref, out, [f.name for f in chosen], data=data, latency_runs=latency_runs, trust=trust,
                            card={"benchmark": str(source or model.name)}, **{**options, **variants})
     exported = zoo.deploy.export.execute(plan)
     report = BenchmarkReport.from_export(exported, source, keras_runtime=_keras_runtime(), notes=notes)
     report.write()
     return report
-
-
-def recorded_data(model, run_dir=None, max_samples: int | None = None):
-    """The data `model` was trained on, read again as it was (`zoo.deploy.export.ExportData`), or None when neither the
-    model's metadata nor the run folder's `run.json` records any (see the module docstring)."""
-    from zoo.deploy.export import ExportData
-    from zoo.deploy.formats.metadata import of_model
-
-    meta = of_model(model)
-    path = (meta.source or {}).get("data") if meta else None
-    if path:
-        if not os.path.exists(path):
-            raise DataError(f"{model.name} was trained on {path}, which is not there any more; give the data to "
-                            "measure on (--data PATH, or data= in Python).")
-        return ExportData.from_path(path, model, max_test_samples=max_samples)
-    config = _run_config(run_dir)
-    if config.get("dataset") and not config.get("data"):
-        return ExportData.from_dataset(config["dataset"], test_split=config.get("test_split") or "test",
-                                       calibration_split=config.get("train_split") or "train",
-                                       data_dir=config.get("data_dir"), max_test_samples=max_samples)
-    return None
 
 
 def every_variant(formats, options: dict, calibrated: bool) -> tuple[dict, list[str]]:
@@ -194,8 +173,8 @@ def benchmark_artifacts(paths, out_dir=None, *, data=None, formats=None, latency
 def _artifacts(ref) -> list[Path] | None:
     """The artifacts to measure as they are when `ref` is an exported artifact or a folder of them; None when it is
     a model to export (a `keras.Model`, a `.keras` file, a run folder, a registry name)."""
-    from zoo.deploy.artifacts.artifact import RUN_DIR_MODELS as RUN_MODELS
     from zoo.deploy.artifacts.artifact import ArtifactError, resolve
+    from zoo.run_dir import RunDir
 
     if hasattr(ref, "predict"):
         return None
@@ -204,7 +183,7 @@ def _artifacts(ref) -> list[Path] | None:
         return None  # `_load` names what is wrong
     if path.is_file():
         return None if path.suffix == ".keras" else [path]
-    if any((path / name).is_file() for name in RUN_MODELS):
+    if RunDir.of(path) is not None:
         return None
     from zoo.benchmark.report import FILES
     from zoo.deploy.formats import FORMATS
@@ -223,7 +202,7 @@ def _artifacts(ref) -> list[Path] | None:
     try:
         return [resolve(path)[0]]  # a SavedModel base folder, or an artifact that is a folder
     except ArtifactError:
-        raise ArtifactError(f"{path} holds no model to benchmark: no run ({' or '.join(RUN_MODELS)}), no .keras file "
+        raise ArtifactError(f"{path} holds no model to benchmark: no run ({' or '.join(RunDir.MODELS)}), no .keras file "
                             "and no exported artifact.") from None
 
 
@@ -296,59 +275,6 @@ def _model_name(paths, source) -> str:
 
 def _what(e: Exception) -> str:
     return str(e) or type(e).__name__
-
-
-def _load(model, trust):
-    """`(keras.Model, the file it came from or None, the run folder or None)`."""
-    if hasattr(model, "predict"):
-        return model, None, None
-    ref = os.fspath(model)
-    if not os.path.exists(ref):
-        if ref.endswith(".keras") or os.sep in ref or (os.altsep and os.altsep in ref):
-            _missing(ref)
-        import zoo
-
-        return zoo.build(ref), None, None  # an unknown name is an UnknownNameError with the close names
-    from zoo.deploy.artifacts import load_model_file
-    from zoo.deploy.artifacts.artifact import resolve
-
-    from zoo.deploy.artifacts.artifact import RUN_DIR_MODELS
-
-    path = Path(ref)
-    if path.is_dir():
-        path = resolve(path)[0]
-    # a run folder: `zoo train` wrote its last.keras / best.keras (and run.json, where the run layer recorded it)
-    is_run = path.name in RUN_DIR_MODELS or (path.parent / RUN_RECORD).is_file()
-    run_dir = path.parent if is_run else None
-    return load_model_file(path, trust=trust), path, run_dir
-
-
-def _missing(ref: str):
-    """A path that is not there: the error names the close names beside it."""
-    from zoo.deploy.artifacts.artifact import ArtifactError
-    from zoo.errors import suggest
-
-    path = Path(ref)
-    parent = path.parent if path.parent.is_dir() else None
-    close = suggest(path.name, [p.name for p in parent.iterdir()], n=3) if parent else []
-    hint = f" Did you mean: {', '.join(str(parent / c) for c in close)}?" if close else ""
-    raise ArtifactError(f"{ref} does not exist.{hint} Give a run folder, a .keras file, an exported artifact (or a "
-                        "folder of them) or a registered model's name (`zoo list`).")
-
-
-def _run_config(run_dir) -> dict:
-    if run_dir is None or not (Path(run_dir) / RUN_RECORD).is_file():
-        return {}
-    try:
-        return json.loads((Path(run_dir) / RUN_RECORD).read_text()).get("config") or {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _limited(data, max_samples: int):
-    import dataclasses
-
-    return dataclasses.replace(data, max_test_samples=max_samples)
 
 
 def _quantization_aware(model) -> bool:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from zoo.cli.common import add_untrusted_flags, positive_int, trust_from_args
+from zoo.cli.common import add_measure_flags, add_untrusted_flags, positive_int, trust_from_args
 
 
 def add(sub):
@@ -29,8 +29,7 @@ def add(sub):
     p.add_argument("--out", metavar="DIR", default=None,
                    help="where artifacts and benchmark.json/.md/.csv go (default: RUN/benchmark/, else "
                         "benchmark-<model>/)")
-    p.add_argument("--max-samples", type=positive_int, default=None, help="at most this many test examples")
-    p.add_argument("--latency-runs", type=positive_int, default=50, help="batch-1 runs timed per artifact")
+    add_measure_flags(p)
     p.add_argument("--threads", type=positive_int, default=2,
                    help="runtime threads when measuring existing artifacts (TFLite, ONNX, OpenVINO)")
     add_untrusted_flags(p, keras=True)
@@ -42,7 +41,7 @@ def _cmd_benchmark(args) -> int:
 
     from zoo.benchmark.measure import benchmark
 
-    report = benchmark(args.model, args.out, data=args.data, formats=args.formats, max_samples=args.max_samples,
+    report = benchmark(args.model, args.out, data=args.data, formats=args.formats, eval_samples=args.eval_samples,
                        latency_runs=args.latency_runs, trust=trust_from_args(args), threads=args.threads)
     print(report.table())
     print(f"report: {report.out_dir}/benchmark.md", file=sys.stderr)

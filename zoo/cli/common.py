@@ -1,18 +1,18 @@
-"""What several commands share: argument types. Imports nothing heavy."""
+"""What several commands share: argument types and flags. Imports nothing heavy."""
 
 from __future__ import annotations
 
-import argparse
+from zoo.core.options import NON_NEGATIVE_INT, POSITIVE_INT
+
+positive_int = POSITIVE_INT.argparse_type
+non_negative_int = NON_NEGATIVE_INT.argparse_type
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def add_measure_flags(p) -> None:
+    """How many test examples and latency runs a measurement takes: `zoo export` and `zoo benchmark` alike."""
+    p.add_argument("--eval-samples", type=positive_int, default=None, help="at most this many test examples")
+    p.add_argument("--latency-runs", type=non_negative_int, default=50,
+                   help="batch-1 runs timed per artifact, after warm-up (0: skip)")
 
 
 def trust_from_args(args):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from zoo.cli.common import add_untrusted_flags
-from zoo.cli.common import positive_int as _positive_int
+from zoo.cli.common import add_measure_flags, add_untrusted_flags
 
 
 def add(sub):
@@ -46,8 +45,7 @@ def add(sub):
                         "fewer inputs than --min-agreement needs)")
     p.add_argument("--test-split", default=DEFAULT_SPLITS["test"])
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--eval-samples", type=_positive_int, default=None, help="at most this many test examples")
-    p.add_argument("--latency-runs", type=int, default=50, help="batch-1 runs timed per artifact (0: skip)")
+    add_measure_flags(p)
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
     p.add_argument("--class-names", default=None, metavar="NAMES|FILE",
                    help="a classifier's class names, comma-separated or a text file with one per line: written into "
@@ -55,20 +53,6 @@ def add(sub):
     add_arguments(p, cli_options())
     add_untrusted_flags(p, keras=True)
     p.set_defaults(func=_cmd_export)
-
-
-def _load_model(ref: str, trust):
-    """A registry name is built; a path (a run directory: its last.keras) is scanned first, then loaded in
-    Keras's safe mode (`zoo.deploy.artifacts.load_model_file`)."""
-    import zoo
-    from zoo.deploy.artifacts import load_model_file
-    from zoo.deploy.artifacts.artifact import resolve
-
-    if os.path.isdir(ref):
-        ref = str(resolve(ref)[0])
-    if ref.endswith(".keras") or os.sep in ref or os.path.exists(ref):
-        return load_model_file(ref, trust=trust)
-    return zoo.build(ref)
 
 
 def export_data(args, model):
@@ -95,21 +79,26 @@ def _cmd_export(args) -> int:
     from zoo.core.options import given_values
     from zoo.deploy.formats import DEFAULT_FORMATS, cli_options
 
+    from zoo.deploy.artifacts.reference import resolve_model
+
     given = given_values(args, cli_options())
-    trust = trust_from_args(args)
-    model = _load_model(args.model, trust)
+    # A registry name, a .keras file or a run folder: the plan takes the reference (and keeps its file and run);
+    # the model is loaded once, here, for the data flags that read data as it was trained on.
+    ref = resolve_model(args.model, trust_from_args(args))
+    model = ref.model
     if args.check:
         return _check(model, args, given)
     out = args.out or os.path.join("exports", model.name)
     plan = zoo.deploy.export.plan(
-        model, out, args.formats or DEFAULT_FORMATS, data=export_data(args, model),
+        ref, out, args.formats or DEFAULT_FORMATS, data=export_data(args, model),
         latency_runs=args.latency_runs, verify=args.verify, class_names=_class_names(args.class_names),
         card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
-              **({"data": args.data} if args.data else {})}, trust=trust, **given,
+              **({"data": args.data} if args.data else {})}, trust=ref.trust, **given,
     )
     if args.dry_run:
         print(plan.describe())
         return 0
+    print(f"data: {plan.data.description}")
     report = zoo.deploy.export.execute(plan)
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")

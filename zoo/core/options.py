@@ -33,6 +33,16 @@ class Check:
     expects: str
     parse: Callable[[str], Any] = str  # how the command line's text becomes a value
 
+    def argparse_type(self, text: str):
+        """The check as an argparse `type=`: command-line text -> checked value, else a usage error."""
+        try:
+            value = self.parse(text)
+        except ValueError:
+            value = None
+        if value is None or not self.test(value):
+            raise argparse.ArgumentTypeError(f"expected {self.expects}, got {text!r}")
+        return value
+
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)

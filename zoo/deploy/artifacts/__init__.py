@@ -24,6 +24,8 @@ _EXPORTS = {
     "Artifact": "zoo.deploy.artifacts.artifact",
     "ArtifactError": "zoo.deploy.artifacts.artifact",
     "ModelFileError": "zoo.deploy.artifacts.artifact",
+    "ModelRef": "zoo.deploy.artifacts.reference",
+    "resolve_model": "zoo.deploy.artifacts.reference",
     "predict": "zoo.deploy.artifacts.prediction",
     "Predictions": "zoo.deploy.artifacts.prediction",
     "val": "zoo.deploy.artifacts.validation",

@@ -3,13 +3,13 @@ and `zoo val` run.
 
     artifact = zoo.deploy.artifacts.load("exports/convnet_bn/convnet_bn_float32.onnx")
     artifact.metadata.class_names, artifact.metadata.task, artifact.metadata.description
-    artifact = zoo.deploy.artifacts.load("runs/convnet_bn-photos")        # a run directory: its last.keras
+    artifact = zoo.deploy.artifacts.load("runs/convnet_bn-photos")        # a run directory: its model
     artifact = zoo.deploy.artifacts.load("saved_models/convnet_bn")       # a TF Serving base dir: the newest version
     outputs = artifact.predict(x)                                   # the predictions output, numpy
 
 Which kind a path is, how it is opened and where its metadata is: `zoo.deploy.formats.detect` and each
 format module (the table is `zoo.deploy.formats.markdown_table()`'s). Beyond the kinds, a path may be a run
-directory (its `last.keras`, else `best.keras`) or a TF Serving base directory (its newest numbered
+directory (its model: `zoo.run_dir.RunDir.model_file`) or a TF Serving base directory (its newest numbered
 version; a serving root holding one model: that model's). The runners are the formats' own
 (`open_runner`), the ones export verification uses: one loader per runtime. Every artifact is scanned
 first (`zoo.deploy.scan.require_safe`): one holding ops that reach outside the model is refused unless the
@@ -33,8 +33,7 @@ from zoo.deploy.formats import KINDS, detect, expected_text
 from zoo.deploy.formats.base import DEFAULT_THREADS, ArtifactError
 from zoo.deploy.formats.metadata import ModelMetadata
 from zoo.deploy.formats.unsafe import Trust
-
-RUN_DIR_MODELS = ("last.keras", "best.keras")  # a run directory's models, in order of preference
+from zoo.run_dir import RunDir
 
 
 class ModelFileError(ArtifactError):
@@ -84,10 +83,9 @@ def resolve(path) -> tuple[Path, str]:
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"{path} does not exist.")
-    if path.is_dir():
-        for name in RUN_DIR_MODELS:
-            if (path / name).is_file():
-                return path / name, "keras"
+    run = RunDir.of(path) if path.is_dir() else None
+    if run is not None and run.model_file() is not None:
+        return run.model_file(), "keras"
     try:
         return path, detect(path).name
     except ArtifactError:
@@ -103,7 +101,7 @@ def resolve(path) -> tuple[Path, str]:
         raise ArtifactError(f"{path} serves several models ({', '.join(p.name for p in served)}); name one of them.")
     found = sorted(p.name for p in path.iterdir() if _is_artifact(p) or p.name == "saved_model")
     hint = f" It holds {', '.join(found)}: name one of them." if found else ""
-    raise ArtifactError(f"{path} is not a run directory ({' or '.join(RUN_DIR_MODELS)}), a base directory of "
+    raise ArtifactError(f"{path} is not a run directory ({' or '.join(RunDir.MODELS)}), a base directory of "
                         f"numbered SavedModel versions, or an artifact ({expected_text()}).{hint}")
 
 

@@ -46,6 +46,11 @@ class ExportData:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise ValueError(f"max_test_samples must be a positive integer. Received: max_test_samples={limit!r}")
 
+    @property
+    def empty(self) -> bool:
+        """No data of any role (a test-sample limit alone, say)."""
+        return self.test is None and self.calibration is None and self.validation is None
+
     def role(self, name: str):
         """The data of role `name`, a deferred role read now."""
         value = getattr(self, name)
@@ -116,3 +121,33 @@ class ExportData:
         return cls(test=test, calibration=lambda: arrays(calibration_split)[0][0],
                    validation=lambda: arrays(validation_split)[0],
                    max_test_samples=max_test_samples, description=f"{path} {split} split")
+
+    @classmethod
+    def from_run(cls, run, model, *, max_test_samples: int | None = None) -> "ExportData | None":
+        """The data `model` was trained on, read again as it was, or None where nothing records any.
+
+        First found: the model's own record of its data (`zoo train --data`: the path and how it was read, in
+        its metadata), read again by `from_path`; then the run folder's record of a registered dataset
+        (`zoo train --dataset`; `run` a `zoo.run_dir.RunDir`, a path, or None), read by `from_dataset` with
+        the run's own test and train splits.
+
+        Raises:
+            DataError: the recorded path is not there any more.
+        """
+        from zoo.deploy.formats.metadata import of_model
+        from zoo.errors import DataError
+        from zoo.run_dir import RunDir
+
+        meta = None if model is None else of_model(model)
+        path = (meta.source or {}).get("data") if meta else None
+        if path:
+            if not os.path.exists(path):
+                raise DataError(f"{model.name} was trained on {path}, which is not there any more; give the data to "
+                                "use (--data PATH or --dataset NAME, or data= in Python).")
+            return cls.from_path(path, model, max_test_samples=max_test_samples)
+        config = RunDir(run).config() if run is not None else {}
+        if config.get("dataset") and not config.get("data"):
+            return cls.from_dataset(config["dataset"], test_split=config.get("test_split") or "test",
+                                    calibration_split=config.get("train_split") or "train",
+                                    data_dir=config.get("data_dir"), max_test_samples=max_test_samples)
+        return None

@@ -41,6 +41,7 @@ from zoo.deploy.formats.inputs import DataShapeError
 from zoo.deploy.formats.metadata import ModelMetadata
 from zoo.deploy.formats.trace import Signature
 from zoo.deploy.formats.unsafe import Trust
+from zoo.run_dir import RunDir
 
 WARMUP_RECORDS = 10  # real test examples written as the SavedModel's TF Serving warmup requests
 
@@ -141,12 +142,14 @@ def plan(
     docstring). Nothing is written but the (empty) output directory.
 
     Args:
-        model: a `keras.Model`, or the path of a `.keras` file (scanned before it is loaded).
+        model: a `keras.Model`, or a reference to one (`zoo.deploy.artifacts.resolve_model`): a registry name, a
+            `.keras` file or a run folder (a file is scanned before it is loaded, and converted from as it is).
         out_dir: where the artifacts, `report.json` and `report.md` go.
         formats: names from `zoo.deploy.formats.MODULES` (or "a,b,c"); see `zoo.deploy.formats.markdown_table()`.
         data: the data of each role, `zoo.deploy.export.ExportData(test=..., calibration=..., validation=...)`;
-            or a registered dataset's name, or the path of your own data (`ExportData.of`). Without test data,
-            artifacts are verified on random inputs of the model's shapes.
+            or a registered dataset's name, or the path of your own data (`ExportData.of`). Without it, a model
+            given by reference uses the data it was trained on where that is recorded (`ExportData.from_run`);
+            else artifacts are verified on random inputs of the model's shapes.
         input_signature: what `model(...)` takes, as `tf.TensorSpec`s (one, or a list or dict of them),
             for a subclassed model that was never built; without it such a model is traced from the
             first test batch, else from the shapes it was built with (`zoo.deploy.formats.trace`).
@@ -176,12 +179,18 @@ def plan(
     fmts = parse_formats(formats)
     resolved = resolve_options(fmts, options, other_names=OWN_KEYWORDS)
     trust = Trust.of(trust)
-    source = None
-    if not hasattr(model, "predict"):
-        from zoo.deploy.artifacts import load_model_file
+    source = run = recorded = None
+    if not hasattr(model, "predict"):  # a reference: a registry name, a .keras file, a run folder
+        from zoo.deploy.artifacts.reference import resolve_model
 
-        source = os.path.abspath(os.fspath(model))  # for a reused conversion process, as the output folder
-        model = load_model_file(source, trust=trust)
+        ref = resolve_model(model, trust)
+        model, run = ref.model, ref.run
+        source = None if ref.path is None else os.path.abspath(ref.path)  # converted from as it is
+        if data is None or isinstance(data, ExportData) and data.empty:
+            # the data the model was trained on, where its metadata or its run records it
+            limit = data.max_test_samples if data is not None else None
+            recorded = ExportData.from_run(run, model, max_test_samples=limit)
+            data = recorded or data
     looped = model_io.has_unrolled_rnn(model)
     if looped:  # the same function; every format's RNN route starts from the loop
         model = model_io.looped_copy(model)
@@ -194,6 +203,8 @@ def plan(
                                  output_names=_output_widths(model))  # bad class names: refused before any work
     test_x, test_y = inputs_lib.collect(test, data.max_test_samples, "test data", signature)
     description = data.description or ("test data" if test_y is not None else "given inputs")
+    if recorded is not None:
+        description += " (recorded with the model: the data it was trained on)"
     random = test_x is None
     if random:
         test_x = inputs_lib.random_inputs(signature, model_io.input_vocabularies(model, signature),
@@ -210,34 +221,23 @@ def plan(
                       targets=_targets(fmts, resolved, out, model.name, quantization_aware), signature=signature,
                       metadata=meta, data=planned, recurrent=recurrent, quantization_aware=quantization_aware,
                       looped=looped, verify=verify, latency_runs=latency_runs, timeout_s=timeout_s, trust=trust,
-                      card=model_card(card, source, meta))
+                      card=model_card(card, run, meta))
 
 
 CARD_SLOTS = ("name", "version", "author", "license")  # what the standard TFLite metadata's ModelMetadata holds
 
 
-def model_card(card: dict | None, source: str | None = None, meta: ModelMetadata | None = None) -> dict:
+def model_card(card: dict | None, run: RunDir | None = None, meta: ModelMetadata | None = None) -> dict:
     """The caller's card, with the version and license of the run the model comes from where not given.
 
-    The run is found from `source` (the `.keras` file given) or the card's `source` (the CLI's model argument):
-    a run directory, or the folder of its `last.keras`/`best.keras`, holding `run.json`
-    (`zoo.training.run.RUN_FILE`). Its version is when it started; its license the preset license it was run
-    with (`--preset-license`), else, for a model trained on data by zoo, that the weights inherit the data's
-    terms (as `zoo train --save-preset` says).
+    The run is `run` (the run folder of the model given), else the one the card's `source` (a path) is in. Its
+    version is when it started; its license the preset license it was run with (`--preset-license`), else, for a
+    model trained on data by zoo, that the weights inherit the data's terms (as `zoo train --save-preset` says).
     """
-    import json
-
     out = dict(card or {})
-    run = None
-    for where in (source, out.get("source")):
-        if not where:
-            continue
-        folder = Path(where) if Path(where).is_dir() else Path(where).parent
-        try:
-            run = json.loads((folder / "run.json").read_text())
-            break
-        except (OSError, ValueError):
-            continue
+    if run is None and out.get("source"):
+        run = RunDir.of(out["source"])
+    run = (run.read() if run is not None else {}) or None
     config = (run or {}).get("config") or {}
     if run and run.get("started"):
         out.setdefault("version", f"run started {run['started']}")
