@@ -30,8 +30,9 @@ from zoo.deploy.export.report import ExportReport
 from zoo.deploy.export.results import ArtifactResult, KerasReference
 from zoo.fileio import TMP_PREFIX
 from zoo.deploy.formats import inputs, model_io
-from zoo.deploy.formats.base import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, VALIDATION, VALIDATION_LABELS, WARMUP, Job,
-                              ModelFacts, median)
+from zoo.deploy.formats.jobs import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, VALIDATION, VALIDATION_LABELS, WARMUP,
+                                     Job, ModelFacts)
+from zoo.deploy.formats.runner import median
 
 __all__ = ["OutputDirError", "execute", "export"]
 

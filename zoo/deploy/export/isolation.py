@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 from zoo.deploy.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
-from zoo.deploy.formats.base import CannotVerify, Job
+from zoo.deploy.formats.jobs import CannotVerify, Job
 
 
 def artifact_size(path, companions=()) -> int:

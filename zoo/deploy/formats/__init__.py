@@ -134,7 +134,7 @@ def parse_formats(formats) -> tuple[Format, ...]:
 def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
     """Every export option once: name -> (its declaration, the formats that take it).
 
-    An option two formats share must be one declaration (e.g. `base.SEQUENCE_LENGTH`): it is one
+    An option two formats share must be one declaration (e.g. `options.SEQUENCE_LENGTH`): it is one
     keyword of `export()` and one flag of `zoo export`.
     """
     owners: dict[str, tuple[Option, tuple[str, ...]]] = {}
@@ -144,7 +144,7 @@ def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
                 first, takers = owners[option.name]
                 if first != option:
                     raise TypeError(f"Export option {option.name!r} is declared differently by {takers[0]} and "
-                                    f"{f.name}; declare it once (zoo/deploy/formats/base.py) and share it.")
+                                    f"{f.name}; declare it once (zoo/deploy/formats/options.py) and share it.")
                 owners[option.name] = (first, (*takers, f.name))
             else:
                 owners[option.name] = (option, (f.name,))

@@ -31,12 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU, TEST,
-                              ArtifactError, Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file,
-                              tensor_info)
+from zoo.deploy.formats.base import ArtifactError, Format
+from zoo.deploy.formats.jobs import CALIBRATION, TEST, Converted
+from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.nncf_presets import constant
 from zoo.deploy.formats.ptq.x86_int8 import cpu_note
 from zoo.deploy.formats.unsafe import CUSTOM_OPENVINO_OP, OPENVINO_STANDARD_VERSION, Finding
+from zoo.fileio import atomic_output, atomic_write_bytes
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 DEVICE = "CPU"
@@ -534,7 +536,7 @@ def write_metadata(path: Path, text: str) -> None:
     for old in info.findall(KEY):
         info.remove(old)
     ET.SubElement(info, KEY, value=text)
-    replace_file(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    atomic_write_bytes(xml, ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
 def read_metadata(path: Path) -> str | None:
