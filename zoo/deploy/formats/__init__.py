@@ -2,8 +2,9 @@
 
 What it is for: what each artifact zoo writes or reads is, and how to convert to it, run it, store
 and read its metadata, scan it and check a model against it, one module each behind one protocol
-(`zoo.deploy.formats.base`); beside them, what those modules share (the metadata record, named inputs, the
-traced signature, the unsafe-op table, post-training int8 with each runtime's tools).
+(`zoo.deploy.formats.base`); beside them, what those modules share (the shared options, the jobs they convert
+and the runners they open: `options`, `jobs`, `runner`; the metadata record, named inputs, the traced signature,
+the unsafe-op table, post-training int8 with each runtime's tools: `ptq`).
 What it may import: zoo.core, zoo.errors, zoo.fileio, and zoo.architectures, zoo.data and
 zoo.quantization (to load a model file with zoo's classes); never the products above it (scan,
 artifacts, serve, export), which all build on it.
