@@ -222,10 +222,11 @@ def save_figure(fig, path, dpi: int = 120):
     """Lays out `fig`, writes it to `path` atomically (a PNG is never seen half-written), closes it."""
     from pathlib import Path
 
+    from zoo.fileio import atomic_path
+
     path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}")
     fig.tight_layout()
-    fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
     pyplot().close(fig)
     return path

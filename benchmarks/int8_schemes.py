@@ -303,7 +303,8 @@ def measure_openvino(name: str, n_eval: int, only=None, cache: Path | None = Non
 
     from benchmarks.compat import SEEDS, prepared_images
     from zoo.deploy.export import ExportData, export
-    from zoo.deploy.formats.openvino import IR_NAME, _dataset, wide_weights
+    from zoo.deploy.formats.openvino import IR_NAME
+    from zoo.deploy.formats.ptq.openvino_nncf import dataset, wide_weights
     from zoo.deploy.formats.ptq.nncf_presets import recommended
     from zoo.deploy.formats.ptq.x86_int8 import describe_cpu
 
@@ -337,7 +338,7 @@ def measure_openvino(name: str, n_eval: int, only=None, cache: Path | None = Non
         kwargs = openvino_kwargs(float_model, variant)
         t0 = time.perf_counter()
         try:
-            quantized = nncf.quantize(float_model, _dataset(calib[n_calib]), subset_size=n_calib, **kwargs)
+            quantized = nncf.quantize(float_model, dataset(calib[n_calib]), subset_size=n_calib, **kwargs)
         except Exception as e:  # noqa: BLE001 - a variant NNCF refuses for this graph: the others stand
             row["variants"][label] = {"settings": variant, "calibration_images": n_calib, "error": repr(e)[:300]}
             print(name, label, row["variants"][label], flush=True)
@@ -365,7 +366,7 @@ def markdown_openvino(data: dict) -> str:
              "rows start from this checkout's settings instead. *gained / lost*: images where the variant keeps Keras's "
              "decision and the previous default does not, and the reverse, with the exact sign test's p-value (the "
              "paired comparison on the same images, finer than the +-1 point of each agreement alone). *safe*: no layer summing products over channels has int8 weights beyond 7 bits "
-             "(`zoo.deploy.formats.openvino.wide_weights`), so CPUs without VNNI, whose uint8 x int8 pairs saturate at "
+             "(`zoo.deploy.formats.ptq.openvino_nncf.wide_weights`), so CPUs without VNNI, whose uint8 x int8 pairs saturate at "
              "int16, compute what VNNI CPUs do. 1000 images resolve agreement to about +-1 point.", ""]
     for name, row in data["models"].items():
         lines += [f"## {name}", "",

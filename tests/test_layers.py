@@ -3,8 +3,8 @@
 The layers, bottom to top (a module may import its own package and any layer below, never one beside
 or above it, not even inside a function):
 
-    core (zoo.core, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.lazy, zoo.lean_imports,
-          zoo.native_logs, zoo.run_dir)
+    core (zoo.core, zoo.child_process, zoo.errors, zoo.fileio, zoo.import_hooks, zoo.keras_classes, zoo.lazy,
+          zoo.lean_imports, zoo.native_logs, zoo.run_dir)
     architectures | data | quantization   (side by side: none imports another)
     deploy.formats                  (one module per format behind one protocol, and what they share)
     deploy.scan                     (reads an artifact of any kind the formats know, as data)
@@ -41,7 +41,7 @@ PACKAGE = ROOT / "zoo"
 LAYERS = {
     "core": ("core", 0), "errors": ("core", 0), "fileio": ("core", 0), "image_files": ("core", 0),
     "import_hooks": ("core", 0), "keras_classes": ("core", 0), "native_logs": ("core", 0), "lazy": ("core", 0),
-    "lean_imports": ("core", 0), "run_dir": ("core", 0),
+    "lean_imports": ("core", 0), "run_dir": ("core", 0), "child_process": ("core", 0),
     "architectures": ("architectures", 1), "data": ("data", 1), "quantization": ("quantization", 1),
     "deploy": ("deploy", 0),  # the package `zoo.deploy` itself: a docstring, no imports
     "deploy.formats": ("formats", 2),

@@ -2,7 +2,8 @@
 
 Everything is first written next to its final place (same filesystem),
 then renamed, so readers such as TF Serving's version poller either see
-the whole artifact or nothing.
+the whole artifact or nothing. `atomic_path` is the one mechanism; the
+others are it for a writer that takes a folder, an open file, text or bytes.
 """
 
 from __future__ import annotations
@@ -14,13 +15,6 @@ import tempfile
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
-
-
-def _default_mode(directory: bool) -> int:
-    """The mode a plain open()/mkdir() would give under the current umask (mkstemp/mkdtemp use 0600/0700)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return (0o777 if directory else 0o666) & ~umask
 
 
 def check_dir_creatable(path) -> Path:
@@ -40,69 +34,79 @@ def ensure_dir(path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_dir(final: Path | str, *, exist_ok: bool = False):
-    """Yields a temporary directory that becomes `final` when the block succeeds.
+def atomic_path(final: Path | str, *, exist_ok: bool = True):
+    """Yields a path that does not exist yet, beside `final`, with `final`'s name; the block writes a file or a
+    folder there, and when it succeeds that becomes `final` in one rename.
 
-    On an exception the temporary directory is removed and `final` is
-    untouched. With `exist_ok=False` an existing `final` raises
-    `FileExistsError` (after the block; the work is discarded).
+    The path is inside a fresh scratch folder (`TMP_PREFIX`) in `final`'s parent, so a writer that names its
+    output by the suffix (`savefig`, `onnx.save`) sees the real one, and what it writes gets the mode a plain
+    `open()` or `mkdir()` gives (servers running as other users read artifacts). An existing `final` is
+    replaced (a folder by two renames, since no rename replaces a non-empty folder), or with `exist_ok=False`
+    raises `FileExistsError` after the block (the work is discarded). On an exception nothing is left and
+    `final` is untouched.
     """
     final = Path(final)
     ensure_dir(final.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{final.name}-", dir=final.parent))
-    os.chmod(tmp, _default_mode(directory=True))  # artifacts must be readable by servers running as other users
+    scratch = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{final.name}-", dir=final.parent))
     try:
+        tmp = scratch / final.name
         yield tmp
-        if final.exists():
-            if not exist_ok:
-                raise FileExistsError(f"{final} already exists.")
-            backup = final.with_name(f"{TMP_PREFIX}old-{final.name}-{os.getpid()}")
-            os.rename(final, backup)
-            os.rename(tmp, final)
-            shutil.rmtree(backup, ignore_errors=True)
+        if not tmp.exists() and not tmp.is_symlink():
+            raise FileNotFoundError(f"Nothing was written for {final}: {tmp} does not exist after the block.")
+        if final.exists() and not exist_ok:
+            raise FileExistsError(f"{final} already exists.")
+        if final.is_dir() and not final.is_symlink():
+            old = scratch / f"{TMP_PREFIX}old"
+            os.rename(final, old)
+            try:
+                os.rename(tmp, final)
+            except BaseException:
+                os.rename(old, final)
+                raise
         else:
-            os.rename(tmp, final)
+            os.replace(tmp, final)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def atomic_write_text(path: Path | str, text: str) -> Path:
-    """Writes `text` to `path` through a temporary file and `os.replace`."""
-    path = Path(path)
-    ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
-    try:
-        os.chmod(tmp, _default_mode(directory=False))
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+@contextlib.contextmanager
+def atomic_dir(final: Path | str, *, exist_ok: bool = False):
+    """Yields an empty temporary directory that becomes `final` when the block succeeds (`atomic_path`).
+
+    With `exist_ok=False` an existing `final` raises `FileExistsError` (after the block; the work is discarded).
+    """
+    with atomic_path(final, exist_ok=exist_ok) as tmp:
+        tmp.mkdir()
+        yield tmp
+
+
+@contextlib.contextmanager
+def atomic_output(final: Path | str):
+    """Yields where to write the artifact `final`: a file path (a `final` with a suffix, e.g. `.tflite`), or an
+    empty directory (no suffix, e.g. `tfjs_float32`); on success it replaces `final` (`atomic_path`)."""
+    final = Path(final)
+    with (atomic_path(final) if final.suffix else atomic_dir(final, exist_ok=True)) as tmp:
+        yield tmp
 
 
 def atomic_write(path: Path | str, write, *, binary: bool = True) -> Path:
-    """Calls `write(file)` on a temporary file next to `path`, then renames it to `path` (`os.replace`).
+    """Calls `write(file)` on a new file beside `path`, synced to disk, which then replaces `path` (`atomic_path`).
 
     For writers that take an open file (`np.savez`, `pickle.dump`); on an exception nothing is left.
     """
-    path = Path(path)
-    ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
-    try:
-        os.chmod(tmp, _default_mode(directory=False))
-        with os.fdopen(fd, "wb" if binary else "w") as f:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb" if binary else "w") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)
+
+
+def atomic_write_text(path: Path | str, text: str) -> Path:
+    """Writes `text` to `path` atomically (`atomic_write`)."""
+    return atomic_write(path, lambda f: f.write(text), binary=False)
+
+
+def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
+    """Writes `data` to `path` atomically (`atomic_write`): the metadata writers that rewrite an artifact's file."""
+    return atomic_write(path, lambda f: f.write(data))

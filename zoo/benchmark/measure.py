@@ -235,7 +235,7 @@ def _variant_from_name(path: Path) -> str:
 
 
 def _precision_rank(path: Path) -> int:
-    from zoo.deploy.formats.base import ARTIFACT_PRECISIONS as ORDER
+    from zoo.deploy.formats.options import ARTIFACT_PRECISIONS as ORDER
 
     return ORDER.index(v) if (v := _variant_from_name(path)) in ORDER else len(ORDER)
 

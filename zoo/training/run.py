@@ -248,6 +248,7 @@ def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
     child process on the TensorFlow backend loads the run's `.keras` file and publishes it, as the
     conversion child of `zoo export` does; without TensorFlow installed there is no SavedModel.
     """
+    from zoo.child_process import tensorflow_env
     from zoo.deploy.formats.saved_model import publish_saved_model
 
     if keras.backend.backend() == "tensorflow":
@@ -265,7 +266,7 @@ def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
         code = ("import sys, numpy as np; from zoo import lean_imports; lean_imports.hold_back(); "
                 "import zoo.training.run as r; "
                 "r._publish_child(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] or None)")
-        env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env = tensorflow_env()
         done = subprocess.run([sys.executable, "-c", code, str(keras_file), str(config.export_dir), config.model,
                                warmup or ""], env=env, capture_output=True, text=True)
     if done.returncode != 0:

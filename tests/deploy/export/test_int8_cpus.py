@@ -186,7 +186,8 @@ def test_openvino_default_int8_has_7_bit_weights_and_passes_on_this_cpu(int8_exp
     first-layer fix held 96.1%)."""
     import openvino as ov
 
-    from zoo.deploy.formats.openvino import IR_NAME, wide_weights
+    from zoo.deploy.formats.openvino import IR_NAME
+    from zoo.deploy.formats.ptq.openvino_nncf import wide_weights
 
     _, reports = int8_exports
     default, vnni = reports["any"].result("openvino", "int8"), reports["vnni"].result("openvino", "int8")

@@ -47,10 +47,11 @@ def test_preset_model_type_and_calibration_follow_the_graph(tmp_path, body, pres
 
 
 def test_each_weighted_op_is_named_by_its_keras_layer_though_the_ir_renames_convolutions(tmp_path):
-    """`openvino.layers_by_order`: what the accuracy guard reports as kept float (`float_layers`)."""
+    """`openvino_nncf.layers_by_order`: what the accuracy guard reports as kept float (`float_layers`)."""
     import openvino as ov
 
-    from zoo.deploy.formats.openvino import WEIGHTED_OPS, decline_telemetry, layers_by_order
+    from zoo.deploy.formats.openvino import decline_telemetry
+    from zoo.deploy.formats.ptq.openvino_nncf import WEIGHTED_OPS, layers_by_order
 
     def model(pointwise_filters):
         keras.utils.set_random_seed(0)

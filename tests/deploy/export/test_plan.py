@@ -14,7 +14,7 @@ import pytest
 import zoo.deploy.export
 from zoo.deploy.export import ExportData
 from zoo.deploy.formats import OptionError
-from zoo.deploy.formats.base import Job, ModelFacts, Target
+from zoo.deploy.formats.jobs import Job, ModelFacts, Target
 from zoo.deploy.formats.trace import signature_of
 from zoo.deploy.formats.unsafe import AllowListError, Trust
 

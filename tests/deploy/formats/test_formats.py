@@ -23,7 +23,8 @@ import zoo.deploy.formats.saved_model
 import zoo.deploy.serve
 from zoo.core.options import POSITIVE_INT, Option, OptionError, given_values
 from zoo.deploy import formats
-from zoo.deploy.formats.base import FORMAT_PARTS, KIND_PARTS, Converted, Format
+from zoo.deploy.formats.base import FORMAT_PARTS, KIND_PARTS, Format
+from zoo.deploy.formats.jobs import Converted
 from zoo.deploy.export.report import ExportReport, options_text
 from zoo.deploy.export.results import ArtifactResult, KerasReference
 from zoo.errors import UnknownNameError

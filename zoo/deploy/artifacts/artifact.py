@@ -30,7 +30,8 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.deploy.formats import KINDS, detect, expected_text
-from zoo.deploy.formats.base import DEFAULT_THREADS, ArtifactError
+from zoo.deploy.formats.base import ArtifactError
+from zoo.deploy.formats.runner import DEFAULT_THREADS
 from zoo.deploy.formats.metadata import ModelMetadata
 from zoo.deploy.formats.unsafe import Trust
 from zoo.run_dir import RunDir
@@ -46,7 +47,7 @@ class Artifact:
     or a dict for several inputs) and returns the predictions output as a numpy array.
 
     ``runner.inputs`` / ``runner.outputs`` are the runtime's own input and output spec
-    (`zoo.deploy.formats.base.Runner`); ``input_shape`` and ``input_dtype`` are the first input's.
+    (`zoo.deploy.formats.runner.Runner`); ``input_shape`` and ``input_dtype`` are the first input's.
     """
 
     path: Path

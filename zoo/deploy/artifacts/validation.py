@@ -290,7 +290,7 @@ def _plot(report: ValReport, out: Path) -> Optional[str]:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from zoo.fileio import TMP_PREFIX
+    from zoo.fileio import atomic_path
 
     if report.confusion is not None:
         k = len(report.class_names)
@@ -321,8 +321,7 @@ def _plot(report: ValReport, out: Path) -> Optional[str]:
         fig.suptitle(f"MAE {report.metrics['mae']:.4g}, RMSE {report.metrics['rmse']:.4g} ({report.examples} examples)")
         name = "residuals.png"
     fig.tight_layout()
-    tmp = out / f"{TMP_PREFIX}{name}"
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(out / name) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, out / name)
     return str(out / name)

@@ -194,11 +194,11 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
 
 def trace_graph(model, signature, options: dict, batch_size: int | None = None, recurrent: bool = False):
     """The model's serving function, traced once (batch axis dynamic, or `batch_size`), and its frozen graph
-    (`formats.base.TracedGraph`); `retrace(n)` traces it again with a batch of n (TFLite's RNN route)."""
+    (`formats.jobs.TracedGraph`); `retrace(n)` traces it again with a batch of n (TFLite's RNN route)."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    from zoo.deploy.formats.base import TracedGraph
+    from zoo.deploy.formats.jobs import TracedGraph
     from zoo.deploy.formats.layer_rewrites import portable_layers
     from zoo.deploy.formats.saved_model import serving_fn
 

@@ -30,8 +30,9 @@ from zoo.deploy.export.report import ExportReport
 from zoo.deploy.export.results import ArtifactResult, KerasReference
 from zoo.fileio import TMP_PREFIX
 from zoo.deploy.formats import inputs, model_io
-from zoo.deploy.formats.base import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, VALIDATION, VALIDATION_LABELS, WARMUP, Job,
-                              ModelFacts, median)
+from zoo.deploy.formats.jobs import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, VALIDATION, VALIDATION_LABELS, WARMUP,
+                                     Job, ModelFacts)
+from zoo.deploy.formats.runner import median
 
 __all__ = ["OutputDirError", "execute", "export"]
 
@@ -211,16 +212,17 @@ def _write_saved_model_in_tensorflow(keras_file, signature, work: Path, meta, tr
     """`_write_saved_model` for a model on JAX or PyTorch: a child process on the TensorFlow backend loads its
     `.keras` file and writes the SavedModel every format converts from. The reference outputs stay the training
     backend's, computed here, so each artifact is verified against the backend the model was trained on."""
-    import os
     import pickle
     import subprocess
     import sys
+
+    from zoo.child_process import tensorflow_env
 
     request = work / "saved_model_request.pkl"
     with open(request, "wb") as f:
         pickle.dump({"keras_file": str(keras_file), "signature": signature, "work": str(work), "meta": meta,
                      "trust": trust}, f)
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env = tensorflow_env()
     code = ("import sys; from zoo import lean_imports; lean_imports.hold_back(); from zoo.deploy.export import exporter; "
             "exporter._saved_model_child(sys.argv[1])")
     done = subprocess.run([sys.executable, "-c", code, str(request)], env=env, capture_output=True, text=True)

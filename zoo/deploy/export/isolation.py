@@ -22,8 +22,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 
+from zoo.child_process import tensorflow_env
 from zoo.deploy.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
-from zoo.deploy.formats.base import CannotVerify, Job
+from zoo.deploy.formats.jobs import CannotVerify, Job
 
 
 def artifact_size(path, companions=()) -> int:
@@ -112,8 +113,7 @@ class ConversionProcess:
         child_r, parent_w = os.pipe()
         # The converters are TensorFlow's: the child runs the TensorFlow backend whatever the parent's (a model
         # trained on JAX or PyTorch reaches it as a `.keras` file and a SavedModel written on TensorFlow).
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), KERAS_BACKEND="tensorflow")
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env = tensorflow_env()
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "zoo.deploy.export.isolation", str(child_r), str(child_w)],

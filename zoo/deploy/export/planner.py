@@ -36,7 +36,9 @@ from zoo.fileio import TMP_PREFIX, ensure_dir
 from zoo.deploy.formats import DEFAULT_FORMATS, OptionError
 from zoo.deploy.formats import inputs as inputs_lib
 from zoo.deploy.formats import model_io, option_owners, parse_formats, resolve_options
-from zoo.deploy.formats.base import INT8_GUARDS, Format, Target
+from zoo.deploy.formats.base import Format
+from zoo.deploy.formats.jobs import Target
+from zoo.deploy.formats.options import INT8_GUARDS
 from zoo.deploy.formats.inputs import DataShapeError
 from zoo.deploy.formats.metadata import ModelMetadata
 from zoo.deploy.formats.trace import Signature

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from zoo.deploy.export.verify import Verification
-from zoo.deploy.formats.base import Attempt
+from zoo.deploy.formats.jobs import Attempt
 
 PASSED = "passed"
 EXPORTED = "exported"  # converted, verification not requested

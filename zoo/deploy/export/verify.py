@@ -14,7 +14,9 @@ import dataclasses
 
 import numpy as np
 
-from zoo.deploy.formats.base import INT8_GUARDS, TEST, Runner, median
+from zoo.deploy.formats.jobs import TEST
+from zoo.deploy.formats.options import INT8_GUARDS
+from zoo.deploy.formats.runner import Runner, median
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 What it is for: what each artifact zoo writes or reads is, and how to convert to it, run it, store
 and read its metadata, scan it and check a model against it, one module each behind one protocol
-(`zoo.deploy.formats.base`); beside them, what those modules share (the metadata record, named inputs, the
-traced signature, the unsafe-op table, post-training int8 with each runtime's tools).
+(`zoo.deploy.formats.base`); beside them, what those modules share (the shared options, the jobs they convert
+and the runners they open: `options`, `jobs`, `runner`; the metadata record, named inputs, the traced signature,
+the unsafe-op table, post-training int8 with each runtime's tools: `ptq`).
 What it may import: zoo.core, zoo.errors, zoo.fileio, and zoo.architectures, zoo.data and
 zoo.quantization (to load a model file with zoo's classes); never the products above it (scan,
 artifacts, serve, export), which all build on it.
@@ -134,7 +135,7 @@ def parse_formats(formats) -> tuple[Format, ...]:
 def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
     """Every export option once: name -> (its declaration, the formats that take it).
 
-    An option two formats share must be one declaration (e.g. `base.SEQUENCE_LENGTH`): it is one
+    An option two formats share must be one declaration (e.g. `options.SEQUENCE_LENGTH`): it is one
     keyword of `export()` and one flag of `zoo export`.
     """
     owners: dict[str, tuple[Option, tuple[str, ...]]] = {}
@@ -144,7 +145,7 @@ def option_owners() -> dict[str, tuple[Option, tuple[str, ...]]]:
                 first, takers = owners[option.name]
                 if first != option:
                     raise TypeError(f"Export option {option.name!r} is declared differently by {takers[0]} and "
-                                    f"{f.name}; declare it once (zoo/deploy/formats/base.py) and share it.")
+                                    f"{f.name}; declare it once (zoo/deploy/formats/options.py) and share it.")
                 owners[option.name] = (first, (*takers, f.name))
             else:
                 owners[option.name] = (option, (f.name,))

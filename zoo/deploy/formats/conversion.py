@@ -1,6 +1,6 @@
 """`Conversion`: one job being converted, and what the formats build from it on the way.
 
-A `zoo.deploy.formats.base.Job` is plain data (the target, the model's facts, the data files by role).
+A `zoo.deploy.formats.jobs.Job` is plain data (the target, the model's facts, the data files by role).
 A format's `convert(conversion)` reads the job through this object, and asks it for what it
 converts from: the export's SavedModel, another SavedModel of the same model (TFLite's batch-1
 graph, the unrolled RNN graph TFLite and TF.js share), or the Keras model itself (the RNN routes
@@ -17,7 +17,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.fileio import atomic_dir
-from zoo.deploy.formats.base import CALIBRATION, REFERENCE, TEST, Job
+from zoo.deploy.formats.jobs import CALIBRATION, REFERENCE, TEST, Job
 
 
 class Conversion:
@@ -36,7 +36,7 @@ class Conversion:
 
     @property
     def model(self):
-        """The model's facts (`zoo.deploy.formats.base.ModelFacts`): name, signature, layers, recurrent, ..."""
+        """The model's facts (`zoo.deploy.formats.jobs.ModelFacts`): name, signature, layers, recurrent, ..."""
         return self.job.model
 
     @property

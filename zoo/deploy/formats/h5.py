@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoo.deploy.formats.base import DEFAULT_THREADS, ArtifactError, Kind, head
+from zoo.deploy.formats.base import ArtifactError, Kind, head
+from zoo.deploy.formats.runner import DEFAULT_THREADS
 from zoo.deploy.formats.unsafe.keras_config import scan_config
 
 KIND = Kind(

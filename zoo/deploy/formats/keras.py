@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.deploy.formats.base import DEFAULT_THREADS, ArtifactError, Kind, Runner
+from zoo.deploy.formats.base import ArtifactError, Kind
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner
 from zoo.deploy.formats.unsafe.keras_config import scan_config
 
 KIND = Kind(
@@ -139,7 +140,7 @@ class KerasRunner(Runner):
 
 
 def _output_infos(model):
-    from zoo.deploy.formats.base import tensor_info
+    from zoo.deploy.formats.runner import tensor_info
     from zoo.deploy.formats.trace import is_functional, name_outputs
 
     if not is_functional(model):

@@ -15,7 +15,7 @@ given by the caller or read from its signature and preprocessing layers), as
 ``zoo.deploy.export.export(model, ..., class_names=[...])`` does.
 
 Writes are atomic: the artifact is rewritten beside itself and renamed into place
-(``zoo.deploy.formats.base.replace_file``).
+(``zoo.fileio.atomic_write_bytes``).
 """
 
 from __future__ import annotations

@@ -305,7 +305,7 @@ def write(path, zoo_metadata, **card) -> dict:
     the file's standard metadata, the name defaulting to the file's stem."""
     from pathlib import Path
 
-    from zoo.deploy.formats.base import replace_file
+    from zoo.fileio import atomic_write_bytes as replace_file
     from zoo.deploy.formats.metadata import KEY
 
     path = Path(path)

@@ -23,10 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option, int_range
-from zoo.deploy.formats.base import (DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU, TEST, ArtifactError,
-                              Converted, Format, Runner, atomic_output, predict_in_chunks, replace_file, tensor_info)
+from zoo.deploy.formats.base import ArtifactError, Format
+from zoo.deploy.formats.jobs import TEST, Converted
+from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
+from zoo.fileio import atomic_output, atomic_write_bytes
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -236,7 +239,7 @@ def write_metadata(path: Path, text: str) -> None:
         if prop.key == KEY:
             model.metadata_props.remove(prop)
     model.metadata_props.add(key=KEY, value=text)
-    replace_file(path, model.SerializeToString())
+    atomic_write_bytes(path, model.SerializeToString())
 
 
 def read_metadata(path: Path) -> str | None:

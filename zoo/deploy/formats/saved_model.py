@@ -33,10 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import PATH, POSITIVE_INT, Option
-from zoo.deploy.formats.base import DEFAULT_THREADS, ArtifactError, Converted, Format, Runner, predict_in_chunks, replace_file
+from zoo.deploy.formats.base import ArtifactError, Format
+from zoo.deploy.formats.jobs import Converted
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks
 from zoo.deploy.formats.tf_serving import CLASSIFY_INPUT, CLASSIFY_METHOD, CLASSIFY_SIGNATURE, SERVING_SIGNATURE
 from zoo.deploy.formats.unsafe.graph import scan_graph
 from zoo.deploy.formats.unsafe.keras_config import scan_config
+from zoo.fileio import atomic_write_bytes
 
 METADATA_FILE = Path("assets.extra") / "zoo_metadata.json"  # TF Serving's folder for files the graph does not load
 LABELS_FILE = Path("assets") / "labels.txt"  # a classifier's class names, one a line
@@ -202,7 +205,7 @@ def publish_saved_model(model, base_dir="saved_models", name=None, *, version=No
 def convert(conversion) -> Converted:
     """Publishes the export's SavedModel as the next version under `<serving_dir or target.path>/<model
     name>/` atomically, with TF Serving warmup records from the test data when real data was given."""
-    from zoo.deploy.formats.base import WARMUP
+    from zoo.deploy.formats.jobs import WARMUP
     from zoo.deploy.formats.inputs import count
     from zoo.deploy.formats.tf_serving import predict_requests, publish, write_warmup
 
@@ -241,12 +244,12 @@ def write_metadata(path: Path, text: str) -> None:
     path = _dir(path)
     target = path / METADATA_FILE
     target.parent.mkdir(exist_ok=True)
-    replace_file(target, text.encode())
+    atomic_write_bytes(target, text.encode())
     class_names = json.loads(text).get("class_names")
     if class_names:
         labels = path / LABELS_FILE
         labels.parent.mkdir(exist_ok=True)
-        replace_file(labels, "".join(f"{name}\n" for name in class_names).encode())
+        atomic_write_bytes(labels, "".join(f"{name}\n" for name in class_names).encode())
 
 
 def read_metadata(path: Path) -> str | None:
@@ -266,7 +269,7 @@ class SavedModelRunner(Runner):
     def __init__(self, path):
         import tensorflow as tf
 
-        from zoo.deploy.formats.base import tensor_info
+        from zoo.deploy.formats.runner import tensor_info
 
         self._tf = tf
         self._sig = tf.saved_model.load(str(_dir(path))).signatures[SERVING_SIGNATURE]

@@ -27,10 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import Option
-from zoo.deploy.formats.base import (DEFAULT_THREADS, SEQUENCE_LENGTH, TEST, ArtifactError, Attempt, Converted, Format,
-                              RoutesFailed, Runner, atomic_output, replace_file, tensor_info, unrolled_note)
+from zoo.deploy.formats.base import ArtifactError, Format
+from zoo.deploy.formats.jobs import TEST, Attempt, Converted, RoutesFailed, unrolled_note
+from zoo.deploy.formats.options import SEQUENCE_LENGTH
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, tensor_info
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE, SERVING_TAG
 from zoo.deploy.formats.unsafe import EXTERNAL_DATA, Capability, Finding
+from zoo.fileio import atomic_output, atomic_write_bytes
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 PAGE = JS_DIR / "page" / "index.html"  # the web page beside every graph model (zoo.deploy.formats.tfjs_page serves it)
@@ -389,7 +392,7 @@ def write_metadata(path: Path, text: str) -> None:
     model_json = _model_json(Path(path))
     spec = json.loads(model_json.read_text())
     spec.setdefault("userDefinedMetadata", {})[KEY] = json.loads(text)
-    replace_file(model_json, json.dumps(spec).encode())
+    atomic_write_bytes(model_json, json.dumps(spec).encode())
 
 
 def read_metadata(path: Path) -> str | None:

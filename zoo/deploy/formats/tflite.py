@@ -28,9 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.options import BOOL, Option
-from zoo.deploy.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH,
-                              ArtifactError, Attempt, CannotVerify, Converted, Format, RoutesFailed, Runner,
-                              atomic_output, head, predict_in_chunks, replace_file, tensor_info, unrolled_note)
+from zoo.deploy.formats.base import ArtifactError, Format, head
+from zoo.deploy.formats.jobs import CALIBRATION, Attempt, CannotVerify, Converted, RoutesFailed, unrolled_note
+from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
+from zoo.fileio import atomic_output
 from zoo.deploy.formats.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE

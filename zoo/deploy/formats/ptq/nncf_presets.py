@@ -26,7 +26,7 @@ architecture"; global extremes also suit the outlier channels of attention's act
 keep NNCF's defaults (`NNCF_CALIBRATION`). Full bias correction can also cost a model many decisions (a
 VGG19 whose decisions are right by tiny margins: results/compat/vgg19_openvino_bias_correction.json), so
 the export makes fast bias correction too where full keeps fewer than 99% of them on its test inputs, and
-keeps the better (`zoo.deploy.formats.openvino`, `zoo.deploy.formats.ptq.fallback`).
+keeps the better (`zoo.deploy.formats.ptq.openvino_nncf`, `zoo.deploy.formats.ptq.fallback`).
 
 What these choices did on the compatibility matrix's MobileNets: results/compat/int8_schemes_openvino.md
 (`benchmarks/int8_schemes.py --openvino`).
