@@ -189,6 +189,10 @@ def _rank(folder: Path, root: Path, ranks: dict[str, int]) -> tuple:
         return (-1, parts)
     below = [".".join(p.relative_to(root).with_suffix("").parts) for p in folder.rglob("*.py")
              if p != folder / "__init__.py" and not any(s in SKIP for s in p.parts)]
+    unplaced = sorted({_top(m) for m in below} - set(ranks))
+    if unplaced:
+        raise ValueError(f"zoo.{unplaced[0]} is in no layer: add it to LAYERS in tests/test_layers.py "
+                         f"(placed there now: {', '.join(sorted(ranks))}).")
     return (min(ranks[_top(m)] for m in below), parts)
 
 
