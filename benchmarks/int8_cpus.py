@@ -334,7 +334,7 @@ def measure(name: str, model, calibration_x, eval_x, eval_y, work: Path, large: 
 def add_arguments(parser) -> None:
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all); "
                         f"{IMAGE_FOLDER_CASE} needs --image-folder and --run")
-    parser.add_argument("--image-folder", default=None, help="an MNIST PNG folder (scripts/mnist_png_folder.py)")
+    parser.add_argument("--image-folder", default=None, help="an MNIST PNG folder (benchmarks/mnist_png_folder.py)")
     parser.add_argument("--run", default=None, help="the `zoo train --data FOLDER` run directory of that folder")
     parser.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     parser.add_argument("--merge", default=None, help="a JSON file of earlier cases to keep; each case measured is "

@@ -10,7 +10,8 @@ A page in docs/ holds a marker, `<!-- generated: NAME -->` on a line of its own,
 goes; this hook fills it when the site is built, from the declarations it describes: `commands` from
 `zoo.cli.build_parser()` (the site and `zoo --help` agree on every command and flag), `knobs` from the
 `knob(...)` lines of zoo/training/config.py, `formats` from each export format's `Option(...)`
-declarations, `models` from the registry. The generated pages are not committed: there is nothing to
+declarations, `models` from the registry, `layout` from every module's own docstring (its first
+paragraph) and the layers `tests/test_layers.py` enforces. The generated pages are not committed: there is nothing to
 regenerate by hand, no copy to drift and nothing to merge, and `tests/test_docs.py` builds the site with
 `--strict`, so a broken generator or link fails the suite. The committed results (results/,
 benchmarks/results/) join the site as they are, so the pages link to them.
@@ -118,8 +119,141 @@ def backends_section() -> str:
     return "\n".join(out) + "\n"
 
 
+# ----------------------------------------------------------------------------- the code's layout
+LAYOUT = ("zoo", "benchmarks", "scripts")  # the folders whose modules docs/layout.md lists, in this order
+SKIP = ("__pycache__", "node_modules")
+SOURCES = (".py", ".sh")  # what has a summary of its own: a docstring, or a shell script's header comment
+
+
+class MissingSummary(ValueError):
+    """A module the layout page lists has no docstring (or a script no header comment) to list it by."""
+
+
+def summary(path: Path) -> str:
+    """What `path` is, in its own words: a module's first docstring paragraph, or the first sentence of a
+    shell script's header comment (PEP 257's summary; the page has no other description to drift)."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        import ast
+
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        first = doc.strip().split("\n\n")[0]
+    else:
+        lines = [line for line in text.splitlines() if not line.startswith("#!")]
+        header = []
+        for line in lines:
+            if not line.startswith("#"):
+                break
+            header.append(line.lstrip("#").strip())
+        first = re.split(r"(?<=\.)\s+(?=[A-Z`])", " ".join(header).strip(), maxsplit=1)[0]
+    if not first.strip():
+        raise MissingSummary(path.as_posix())
+    return " ".join(first.split())
+
+
+def layers(root: Path = ROOT) -> dict[str, tuple[str, int]]:
+    """The layers `tests/test_layers.py` enforces, read from its `LAYERS` table (top module -> (layer, rank)),
+    so the page and the check are one declaration."""
+    import ast
+
+    tree = ast.parse((root / "tests" / "test_layers.py").read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LAYERS")
+    return ast.literal_eval(node.value)
+
+
+def _top(module: str) -> str:
+    """The layer key of a dotted `zoo.…` module, as tests/test_layers.py reads it."""
+    parts = module.split(".")
+    return f"deploy.{parts[2]}" if len(parts) > 2 and parts[1] == "deploy" else parts[1]
+
+
+def _packages(root: Path):
+    """Every folder under the LAYOUT folders holding a module or a script, with its modules and data files."""
+    for top in LAYOUT:
+        for folder in sorted([root / top, *(root / top).rglob("*")]):
+            if not folder.is_dir() or any(part in SKIP for part in folder.relative_to(root).parts):
+                continue
+            files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+            sources = [p for p in files if p.suffix in SOURCES]
+            if sources:
+                yield folder, sources
+
+
+def _rank(folder: Path, root: Path, ranks: dict[str, int]) -> tuple:
+    """Where a package sorts: by the lowest layer of the modules under it (zoo's facade first, then from the
+    bottom layer up), then the research suites and the scripts, which zoo never imports."""
+    parts = folder.relative_to(root).parts
+    if parts[0] != "zoo":
+        return (len(ranks) + LAYOUT.index(parts[0]), parts)
+    if len(parts) == 1:
+        return (-1, parts)
+    below = [".".join(p.relative_to(root).with_suffix("").parts) for p in folder.rglob("*.py")
+             if p != folder / "__init__.py" and not any(s in SKIP for s in p.parts)]
+    unplaced = sorted({_top(m) for m in below} - set(ranks))
+    if unplaced:
+        raise ValueError(f"zoo.{unplaced[0]} is in no layer: add it to LAYERS in tests/test_layers.py "
+                         f"(placed there now: {', '.join(sorted(ranks))}).")
+    return (min(ranks[_top(m)] for m in below), parts)
+
+
+def _data(folder: Path, root: Path) -> list[str]:
+    """The files beside a package's modules that are data (recipes, recorded facts, a runner's JavaScript),
+    and its folders holding no module: named, with their file counts."""
+    out = [f"`{p.name}`" for p in sorted(folder.iterdir())
+           if p.is_file() and p.suffix not in SOURCES and not p.name.startswith(".")]
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in SKIP):
+        if any(q.suffix in SOURCES for q in sub.rglob("*") if not any(s in SKIP for s in q.parts)):
+            continue
+        count = sum(1 for q in sub.rglob("*") if q.is_file() and not any(s in SKIP for s in q.parts))
+        out.append(f"`{sub.name}/` ({count} file{'s' * (count != 1)})")
+    return out
+
+
+def layout_section(root: Path = ROOT) -> str:
+    """docs/layout.md's body: the layers bottom to top, then every package with its own first docstring
+    paragraph and a row per module. A module without a docstring fails the build, naming it."""
+    table = layers(root)
+    ranks = {top: rank for top, (_layer, rank) in table.items()}
+    grouped: dict[tuple[int, str], list[str]] = {}
+    for top, (layer, rank) in table.items():
+        grouped.setdefault((rank, layer), []).append(f"`zoo.{top}`")
+    out = ["| rank | layer | packages and modules |", "|---|---|---|"]
+    out += [f"| {rank} | {layer} | {', '.join(tops)} |" for (rank, layer), tops in sorted(grouped.items())]
+    missing = []
+    packages = sorted(_packages(root), key=lambda item: _rank(item[0], root, ranks))
+    for folder, sources in packages:
+        name = folder.relative_to(root).as_posix() + "/"
+        init = folder / "__init__.py"
+        try:
+            about = summary(init) if init in sources else ""
+        except MissingSummary as e:
+            missing.append(str(e))
+            about = ""
+        out += ["", f"### `{name}`", ""]
+        if about:
+            out += [about, ""]
+        rows = []
+        for path in sources:
+            if path == init:
+                continue
+            try:
+                rows.append(f"| `{path.name}` | {_cell(summary(path))} |")
+            except MissingSummary as e:
+                missing.append(str(e))
+        if rows:
+            out += ["| module | what it is |", "|---|---|", *rows]
+        data = _data(folder, root)
+        if data:
+            out += ["", f"Data beside the modules: {', '.join(data)}."]
+    if missing:
+        raise MissingSummary("docs/layout.md lists every module by its docstring's first paragraph; these have "
+                             f"none: {', '.join(sorted(p.removeprefix(str(root) + '/') for p in missing))}. "
+                             "Give each a docstring saying what it is for.")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)) + "\n"
+
+
 SECTIONS = {"backends": backends_section, "commands": commands_section, "formats": formats_section,
-            "knobs": knobs_section, "models": models_section}
+            "knobs": knobs_section, "layout": layout_section, "models": models_section}
 
 
 def _this_checkout() -> None:

@@ -1,6 +1,6 @@
 """After a bare `import zoo`, Keras loads any `.keras` file zoo wrote (zoo.keras_classes)."""
 
-import ast
+import importlib
 import json
 import os
 import subprocess
@@ -15,29 +15,26 @@ import zoo
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _registering_modules() -> set[str]:
-    """The zoo modules that call `register_keras_serializable(package="zoo")`, read from the source."""
-    found = set()
+def _zoo_classes_keras_knows() -> dict[str, str]:
+    """Keras's own registry, as the reference: every `zoo>` name it holds once each zoo module that calls
+    `register_keras_serializable` is imported here (found by reading the source, not from
+    `zoo._KERAS_CLASSES`), with the class it names."""
+    from keras.src.saving import object_registration
+
     for path in (ROOT / "zoo").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            package = [k.value for k in node.keywords if k.arg == "package"] + node.args[:1]
-            if func == "register_keras_serializable" and any(getattr(p, "value", None) == "zoo" for p in package):
-                parts = path.relative_to(ROOT).with_suffix("").parts
-                found.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return found
-
-
-def test_every_module_registering_keras_classes_is_listed():
-    listed = set(zoo._KERAS_CLASSES)
-    assert _registering_modules() == listed, "update zoo._KERAS_CLASSES (zoo/__init__.py)"
+        if "register_keras_serializable" in path.read_text():
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    registry = dict(dict.items(object_registration.GLOBAL_CUSTOM_OBJECTS))  # as it holds them: no lookup hook
+    return {name: f"{obj.__module__}.{obj.__qualname__}" for name, obj in registry.items()
+            if name.startswith("zoo>") and obj.__module__.startswith("zoo.")}
 
 
 def test_keras_loads_a_zoo_model_after_a_bare_import_zoo(tmp_path):
     """A fresh interpreter: `import zoo, keras; keras.saving.load_model(...)`, with zoo's layers, optimizer
-    and loss in the file (the lookup itself is generic: the test above keeps its module list complete)."""
+    and loss in the file; then every zoo class Keras knows here is found there by name, so a module missing
+    from `zoo._KERAS_CLASSES` fails, naming its classes."""
+    known = _zoo_classes_keras_knows()
     from zoo.core.fused_optimizers import FusedAdamW
     from zoo.training.losses import SparseCategoricalCrossentropy
 
@@ -56,8 +53,13 @@ before = sorted(m for m in sys.modules if m.startswith("zoo."))
 model = keras.saving.load_model({str(tmp_path / "last.keras")!r})
 data = np.load({str(tmp_path / "outputs.npz")!r})
 np.testing.assert_allclose(np.asarray(model(data["x"], training=False)), data["y"], rtol=1e-6, atol=1e-6)
+found = {{}}
+for name in {sorted(known)!r}:
+    obj = keras.saving.get_registered_object(name)
+    found[name] = None if obj is None else f"{{obj.__module__}}.{{obj.__qualname__}}"
 print(json.dumps({{"before": before, "model": type(model).__name__, "optimizer": type(model.optimizer).__name__,
-                  "loss": type(model.loss).__name__, "layers": sorted({{type(l).__module__ for l in model.layers}})}}))
+                  "loss": type(model.loss).__name__, "layers": sorted({{type(l).__module__ for l in model.layers}}),
+                  "found": found}}))
 """
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -68,3 +70,6 @@ print(json.dumps({{"before": before, "model": type(model).__name__, "optimizer":
         "ZooModel", "FusedAdamW", "SparseCategoricalCrossentropy")
     assert {"zoo.architectures.batch_norm", "zoo.architectures.conv2d", "zoo.architectures.resnet"} <= set(
         result["layers"])
+    lost = {name: cls for name, cls in known.items() if result["found"][name] != cls}
+    assert not lost, f"after a bare `import zoo` Keras cannot find {lost}: add their modules to zoo._KERAS_CLASSES"
+    assert len(known) > 20 and "zoo>ZooModel" in known  # the reference itself is not empty

@@ -1,4 +1,4 @@
-"""zoo: a Keras 3 model zoo and deployment toolkit on TensorFlow.
+"""zoo: a Keras 3 model zoo and deployment toolkit on TensorFlow, JAX and PyTorch.
 
 >>> import zoo
 >>> zoo.list_models("*conv*")

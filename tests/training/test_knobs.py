@@ -85,9 +85,10 @@ def test_a_new_knob_is_one_declaration():
 
     Extended = dataclasses.make_dataclass(
         "Extended", [("freeze_epochs", int, K.knob(0, "epochs with the backbone frozen", check=POSITIVE_INT,
-                                                   feature="zoo.training.features.ema:EMA"))],
+                                                   feature="zoo.training.features.ema:EMA")),
+                     ("note", str, K.knob("", "a note kept with the run", cli=False))],
         bases=(TrainConfig,))
-    declared = K.knobs(Extended)[-1]
+    declared = K.knobs(Extended)[-2]
     assert declared.name == "freeze_epochs" and declared.cli_flag == "--freeze-epochs"
     with pytest.raises(OptionError, match="freeze_epochs expects a positive integer. Received: freeze_epochs=-2"):
         K.check_values(Extended(freeze_epochs=-2))
@@ -96,21 +97,8 @@ def test_a_new_knob_is_one_declaration():
     assert parser.parse_args(["--freeze-epochs", "4"]).freeze_epochs == 4
     assert [c.__name__ for c in K.active_features(Extended(freeze_epochs=4))] == ["EMA"]
     assert K.active_features(Extended()) == []
-
-
-def test_docs_page_and_train_help_follow_the_declarations(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from zoo.cli import build_parser
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    docs = subprocess.run([sys.executable, "-m", "zoo.cli", "recipes", "--knobs"], check=True, cwd=tmp_path, env=env,
-                          timeout=120, capture_output=True, text=True).stdout
-    train = build_parser()._subparsers._group_actions[0].choices["train"]
-    flags = {s for a in train._actions for s in a.option_strings}
-    for k in K.knobs(TrainConfig):
-        assert k.cli_flag in flags or not k.cli, k.name
-        row = next(line for line in docs.splitlines() if line.startswith(f"| `{k.name}` |"))
-        assert (f"`{k.cli_flag}`" in row) == k.cli and k.help in row
+    # Its docs rows (`zoo recipes --knobs`, the site's knobs page), written out by hand from the two lines above.
+    rows = K.docs_page(Extended).splitlines()[-2:]
+    assert rows == ["| `freeze_epochs` | `--freeze-epochs` | epochs with the backbone frozen; a positive integer; "
+                    "default 0. Switches on `EMA`. |",
+                    "| `note` | - | a note kept with the run. |"]

@@ -4,11 +4,10 @@ Keras 3's `BatchNormalization` computes a training step from separate ops
 (`moments`, then `batch_normalization`), and autodiff through them builds a
 dozen elementwise kernels per layer, each a full pass over the activations.
 TensorFlow's `FusedBatchNormV3` (and its gradient) does the same in one pass
-each way, with oneDNN on CPU. Measured on `convnet_bn` (2 CPU cores, batch
-128): 1.4x the training samples/s of the unfused layer; the ResNets and
-MobileNetV2 gain more, having a BN after every conv (`zoo benchmark
-training`, which trains each model against the same graph built from stock
-Keras layers).
+each way, with oneDNN on CPU, so `convnet_bn` trains faster with it and the
+ResNets and MobileNetV2 gain more, having a BN after every conv
+(`results/layers/README.md`; `python scripts/benchmark.py training` trains
+each model against the same graph built from stock Keras layers).
 
 The layer is a drop-in subclass: same arguments, weights, config and
 inference path (the parent's `call`), so exports and weight transfer from
@@ -19,7 +18,7 @@ viewed as `(batch, steps, 1, channels)` images, volumes as `(batch, d, h*w,
 channels)`), no mask, renorm or synchronisation, with both `center` and
 `scale`. Rank-2 inputs (after a Dense layer) stay on the parent's path: for
 a (128, 512) batch the fused kernel's fixed cost outweighs its saving
-(measured here, 0.3 ms against 0.6-1.1 ms per training step).
+(`results/layers/README.md`).
 """
 
 from __future__ import annotations

@@ -3,14 +3,12 @@
 A 1x1 convolution with stride 1 is a matmul: `(batch * h * w, in) @ (in, out)`. On CPU, TensorFlow
 hands it to oneDNN as a convolution instead. There, every call of the forward pass and of both
 gradients reorders the kernel into a blocked layout and back. On small maps the weight gradient runs
-at a fraction of the matmul rate: MobileNetV2 at 32x32 (2 CPU cores, batch 128) spent 32 ms of its
-step's 75 ms of oneDNN time in 1x1 convolutions, plus 6.5 ms in 168 weight reorders
-(`ONEDNN_VERBOSE=1`).
+at a fraction of the matmul rate, and the 1x1 convolutions and their reorders take a large share of
+a small-image MobileNetV2 step (`ONEDNN_VERBOSE=1`).
 
-Written as a matmul, the same layer runs on oneDNN's matmul, and so do both of its gradients. On
-these 2 cores, a training call (forward and both gradients) of the 1x1 convolutions in MobileNetV2
-at 32x32 took 1.1x to 2.9x less time this way: 2.8-3.1 ms against 1.1-1.3 ms on 1x1 maps, 6.0 ms
-against 4.0 ms on 16x16 maps.
+Written as a matmul, the same layer runs on oneDNN's matmul, and so do both of its gradients, which
+takes less time on every map size MobileNetV2 has at 32x32 (the figures:
+`results/layers/README.md`).
 
 As with `zoo.architectures.batch_norm`, this is a drop-in subclass: same arguments, weights, config
 and, outside training, the parent's `call`. Inference and export therefore see the convolution the

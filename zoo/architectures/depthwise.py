@@ -5,8 +5,7 @@ oneDNN. When the image is about the kernel's size or smaller, as in the last sta
 EfficientNet on 32x32 inputs (1x1 and 2x2 maps under a 3x3 kernel), oneDNN's depthwise kernel
 declines the shape (`ONEDNN_VERBOSE=1` shows `jit:avx512_core` instead of `jit_dw`). The fallback
 is its generic grouped convolution, whose weight layout pads each one-channel group to a 16x16
-block, so it does 256 times the useful work. Measured on MobileNetV2, 32x32 inputs, batch 128 (2 CPU
-cores): nine such calls took 12.8 ms of the step's 75 ms of oneDNN time.
+block, so it does 256 times the useful work, a sizeable share of a small-image MobileNetV2 step.
 
 For such images this layer computes both gradients another way, exact for any stride, padding,
 dilation and depth multiplier. Flatten the spatial axes. Per channel, form the gram matrix of output
@@ -19,12 +18,9 @@ silently ignores dilation on CPU, so it could not serve here.)
 
 `G` has `out_pixels * in_pixels` entries per channel, against `out_pixels * taps` multiply-adds for
 the direct gradient. The path is therefore taken only when the input has fewer pixels than the
-kernel has taps, where it is the smaller computation. On these 2 cores, a training call (forward and
-both gradients, batch 128) of a 3x3 kernel on 1x1 and 2x2 maps went from 1.1-1.7 ms to 0.6-0.7 ms;
-5x5 on 1x1 to 4x4 maps from 2.1-2.9 ms to 0.7-1.2 ms; 7x7 on 2x2 from 12.9 ms to 0.9 ms. A
-MobileNetV2 training step (32x32, batch 128) costs 1.11x fewer CPU-seconds with this layer alone,
-1.49x with `zoo.architectures.conv2d` too, measured ABBA in one process against the same model
-without them.
+kernel has taps, where it is the smaller computation; there it is faster for every kernel size, and
+a MobileNetV2 training step on 32x32 images costs fewer CPU-seconds with it, fewer again with
+`zoo.architectures.conv2d` (the figures, measured ABBA in one process: `results/layers/README.md`).
 
 As with `zoo.architectures.batch_norm`, this is a drop-in subclass: same arguments, weights, config
 and forward op. Inference and export run the parent's `call` unchanged; only a training call on
@@ -80,8 +76,8 @@ def depthwise_conv2d_gram(x, kernel, strides: tuple, padding: str, dilation: tup
 
         def grad(dy):
             # One small matmul per output channel, batched with the channels leading (an einsum put two
-            # transposes inside each call and was 1.2-2.5x slower). In float32 whatever the compute dtype,
-            # as the sums run over the batch.
+            # transposes inside each call and was slower: results/layers/README.md). In float32 whatever
+            # the compute dtype, as the sums run over the batch.
             batch, pixels_in, pixels_out = tf.shape(x)[0], h * w, oh * ow
             # (channels*multiplier, pixels, batch) and (channels*multiplier, batch, pixels); output
             # channel c*multiplier + j reads input channel c.

@@ -5,7 +5,7 @@ graph (`finalize_state`), and a traced function captures them as external
 tensors. SavedModel and TFLite embed captures, but tf2onnx 1.17 turns them
 into required graph inputs: ONNX Runtime then refuses to run EfficientNet
 ("Required inputs (['.../stem_normalization_1/Sub/y:0', ...]) are missing
-from input feed", measured by `scripts/export_matrix.py`). This subclass
+from input feed", measured by `benchmarks/export_matrix.py`). This subclass
 reads its variables (adapted or loaded weights) or builds its constants
 inside `call`, where they become graph variables and constants. Weights,
 config and function are the parent's, so keras.applications files load.

@@ -48,10 +48,9 @@ class ZeroPadShortcut(keras.layers.Layer):
 
     The subsampling is a 1x1 max pooling with stride `strides`: the same
     pixels as the slice `x[:, ::s, ::s, :]`, but oneDNN's pooling kernels run
-    it and its gradient 5x faster than TensorFlow's StridedSlice and
-    StridedSliceGrad (measured on a (128, 32, 32, 16) batch, 2 cores: 1.4 ms
-    of CPU time forward and backward, against 10.1 ms), which took 5.6% of a
-    ResNet-20 training step.
+    it and its gradient several times faster than TensorFlow's StridedSlice
+    and StridedSliceGrad, which took a visible share of a ResNet-20 training
+    step (`results/layers/README.md`).
 
     Args:
         filters: output channels; at least the input's.

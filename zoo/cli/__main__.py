@@ -1,3 +1,5 @@
+"""`python -m zoo.cli`: the `zoo` command (as `python -m zoo`)."""
+
 import sys
 
 from zoo.cli import main

@@ -46,7 +46,7 @@ def table(pattern: str = "*", family: str | None = None) -> list[tuple[str, ...]
     from zoo.deploy.export.matrix import exports_cell, load_results
 
     infos = _model_infos()
-    exports = load_results()  # formats each architecture exports to and passes (scripts/export_matrix.py)
+    exports = load_results()  # formats each architecture exports to and passes (benchmarks/export_matrix.py)
     header = ("name", "family", "params", "input", "exports", "reference")
     return [header] + [
         (i.name, i.family, f"{i.params:,}", "x".join(str(d) for d in i.input_shape), exports_cell(i.name, exports),

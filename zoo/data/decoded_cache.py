@@ -1,11 +1,11 @@
 """Decoded splits kept on disk, so that no epoch of any run decodes images again.
 
 Decoding is the expensive part of reading an image dataset: MNIST's PNGs
-decode at ~26,000 images/s on 2 CPU cores, slower than a small convnet
-trains, so a first epoch that decodes waits on its data. The first read of a
-split that fits in memory writes its decoded arrays (uint8 pixels, labels)
-to one `.npz` file; every later `load` of it in any process reads that file
-(~50 MB for MNIST's training split, a fraction of a second) and starts its
+decode slower than a small convnet trains (`results/layers/README.md`), so
+a first epoch that decodes waits on its data. The first read of a split
+that fits in memory writes its decoded arrays (uint8 pixels, labels) to one
+`.npz` file; every later `load` of it in any process reads that file (far
+faster than decoding) and starts its
 first epoch from memory (`zoo.data.memory`). `zoo data prepare` builds the
 file right after preparing the dataset.
 

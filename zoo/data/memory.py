@@ -1,8 +1,8 @@
 """Splits held in memory as arrays, and the batch-at-a-time pipeline that feeds them.
 
 `tf.data` pays a fixed cost per element for every stage (shuffle, map,
-batch): on 2 CPU cores about 2-4 us, i.e. at most a few hundred thousand
-examples per second whatever the example, and the first epoch of a cached
+batch), which caps the examples per second whatever the example
+(`results/layers/README.md`), and the first epoch of a cached
 pipeline also pays for decoding. A split that fits in memory is therefore
 kept as arrays of its *raw* values (uint8 pixels, not float32: 4x less
 memory and bandwidth) and served a batch at a time:

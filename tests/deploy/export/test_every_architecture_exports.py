@@ -3,7 +3,7 @@
 Iterates the registry, so an architecture is covered the moment it is
 registered. Small inputs (images above 64 px at 32 px), untrained weights,
 random inputs, float32 parity, no latency: conversion and runtime support is
-what is checked here. `scripts/export_matrix.py` records the same matrix for
+what is checked here. `benchmarks/export_matrix.py` records the same matrix for
 `zoo list` (zoo/deploy/export/export_matrix.json).
 """
 
@@ -33,7 +33,7 @@ def known_failure(name, fmt):
 # The ImageNet-size families' first members take 1.5-3 minutes each here (5 formats, 2 cores): a third of
 # the suite. Their layers' ops are exported in the default run by smaller models (resnet20,
 # mobilenet_v2, convnet_bn; ConvNeXt's GELU and grouped conv and EfficientNet's Normalization in
-# tests/deploy/export/test_user_models.py), and all of them by `-m slow` and `scripts/export_matrix.py`.
+# tests/deploy/export/test_user_models.py), and all of them by `-m slow` and `benchmarks/export_matrix.py`.
 # Also left to `-m slow`: models whose layers the default run exports in every format elsewhere - mobilenet_v2
 # (17 inverted residual blocks, 45 s: three of its own blocks below make every one of its layer classes),
 # lstm_classifier in every format and precision in tests/deploy/export/test_parity.py, MobileNetV3 (its hard swish

@@ -23,7 +23,7 @@ import zoo.deploy.formats.saved_model
 import zoo.deploy.serve
 from zoo.core.options import POSITIVE_INT, Option, OptionError, given_values
 from zoo.deploy import formats
-from zoo.deploy.formats.base import FORMAT_PARTS, KIND_PARTS, Format
+from zoo.deploy.formats.base import FORMAT_PARTS, Format
 from zoo.deploy.formats.jobs import Converted
 from zoo.deploy.export.report import ExportReport, options_text
 from zoo.deploy.export.results import ArtifactResult, KerasReference
@@ -35,17 +35,11 @@ HEAVY = ("tensorflow", "keras", "tf2onnx", "onnx", "onnxruntime", "ai_edge_liter
 
 
 @pytest.mark.parametrize("name", formats.MODULES + formats.MODEL_FILES)
-def test_every_module_implements_every_part_of_the_protocol(name):
-    module = __import__(f"zoo.deploy.formats.{name}", fromlist=["_"])
+def test_every_kind_declares_the_cells_of_the_docs_tables(name):
+    """Whether each module implements the protocol is checked when `zoo.deploy.formats` imports it (the
+    two tests below break a hand-made module against that check); what the check does not ask is that
+    each declaration fills the docs tables' cells."""
     declared = formats.KINDS[name]
-    assert declared.module == module.__name__ and declared.name == name
-    parts = FORMAT_PARTS if name in formats.MODULES else KIND_PARTS
-    assert isinstance(declared, Format) == (name in formats.MODULES)
-    for part in parts:
-        if part.optional and not hasattr(module, part.name):
-            continue
-        params = list(inspect.signature(getattr(module, part.name)).parameters)
-        assert params == list(part.params), f"{name}.{part.name}{tuple(params)}"
     for text in ("description", "layout", "runtime", "metadata_at", "scan_reads"):
         assert getattr(declared, text), f"{name} declares no {text} (a docs table's cell)"
     if isinstance(declared, Format):

@@ -1,6 +1,6 @@
 """Every architecture in the zoo, exported to every format: the status matrix `zoo list` shows.
 
-`scripts/export_matrix.py` runs it and commits the result as data
+`benchmarks/export_matrix.py` runs it and commits the result as data
 (`zoo/deploy/export/export_matrix.json`), as timm commits its results CSVs; the
 tests run the same function over the registry.
 """

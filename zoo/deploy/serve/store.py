@@ -187,9 +187,10 @@ class ModelStore:
                     with self._lock:
                         self._servables.setdefault(name, {})[version] = servable
                     log.info("Loaded %s version %d (%d warmup requests replayed)", name, version, n)
-                    # TensorFlow and a loaded SavedModel are ~10^6 long-lived Python objects. Moved out of
-                    # the collector's sight, a full collection (which a REST body's thousands of small
-                    # JSON objects trigger every few hundred requests) takes ~1 ms instead of ~250 ms.
+                    # TensorFlow and a loaded SavedModel are about a million long-lived Python objects.
+                    # Moved out of the collector's sight, a full collection (which a REST body's thousands
+                    # of small JSON objects trigger every few hundred requests) no longer walks them
+                    # (results/layers/README.md).
                     gc.freeze()
             with self._lock:
                 for name in list(self._servables):

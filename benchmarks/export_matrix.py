@@ -2,7 +2,7 @@
 """Export every registered architecture to every format (small inputs) and record the statuses.
 
 Writes zoo/deploy/export/export_matrix.json, which `zoo list` shows in its "exports" column.
-Usage: python scripts/export_matrix.py [PATTERN ...] [--formats a,b] [--out DIR]
+Usage: python -m benchmarks.export_matrix [PATTERN ...] [--formats a,b] [--out DIR]
 Cells run again replace their old values; the other cells of each row are kept (`--formats openvino`
 adds a new format's column without redoing the rest).
 """

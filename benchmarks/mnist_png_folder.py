@@ -1,8 +1,8 @@
 """Writes prepared MNIST as a folder of PNG files, the layout `zoo train --data` reads.
 
-    python scripts/mnist_png_folder.py /tmp/mnist_png            # train/<digit>/*.png, test/<digit>/*.png
+    python -m benchmarks.mnist_png_folder /tmp/mnist_png            # train/<digit>/*.png, test/<digit>/*.png
     zoo train --data /tmp/mnist_png                              # the acceptance run of issue 14
-    python scripts/mnist_png_folder.py /tmp/colour --rgb 32 --names --limit 4000   # RGB images (issue 28)
+    python -m benchmarks.mnist_png_folder /tmp/colour --rgb 32 --names --limit 4000   # RGB images (issue 28)
 
 The pixels are TFDS MNIST's uint8 values (prepare it first: `zoo data prepare mnist`), saved
 losslessly; class folders are the digits 0-9 (`--names`: zero, one, ..., nine). `--rgb SIZE` writes RGB

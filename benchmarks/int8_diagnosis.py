@@ -22,7 +22,7 @@ Steps:
   guard     `zoo.deploy.export.export(..., min_agreement=99)` as the matrix's remedy runs it (add tflite/onnx/openvino)
   lat       batch-1 latency and size: float32, int8, 16x8, float16
 
-Usage: nice python scripts/int8_diagnosis.py MODEL STEP... [--work=DIR]  (default /tmp/zoo-int8-diagnosis)
+Usage: nice python -m benchmarks.int8_diagnosis MODEL STEP... [--work=DIR]  (default /tmp/zoo-int8-diagnosis)
 """
 
 import csv

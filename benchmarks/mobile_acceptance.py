@@ -1,9 +1,9 @@
 """Issue 28's acceptance: `zoo export --mobile` TFLite classifiers in MediaPipe Tasks against zoo's Keras model.
 
-    python scripts/mnist_png_folder.py /tmp/gray --names --limit 3000
+    python -m benchmarks.mnist_png_folder /tmp/gray --names --limit 3000
     zoo train --data /tmp/gray --out runs --epochs 10
     zoo export runs/convnet_bn-gray --data /tmp/gray --formats tflite --precision float32,int8 --mobile --out exp
-    python scripts/mobile_acceptance.py runs/convnet_bn-gray exp /tmp/gray/test --images 20
+    python -m benchmarks.mobile_acceptance runs/convnet_bn-gray exp /tmp/gray/test --images 20
 
 Takes `--images` image files from the folder (round-robin over its class folders, sorted), asks zoo
 (`zoo.deploy.artifacts.predict`, reading the files as the run's metadata says) for the Keras model's classes,

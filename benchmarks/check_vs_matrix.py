@@ -2,7 +2,7 @@
 """`zoo.deploy.export.check` on every registered architecture, against what the real exports did.
 
 The reference is the committed export matrix (`zoo/deploy/export/export_matrix.json`, written by
-`scripts/export_matrix.py`: each architecture converted and verified in every runtime). For each
+`benchmarks/export_matrix.py`: each architecture converted and verified in every runtime). For each
 model and format the check's verdict is compared with the export's status:
 
 - agree: the check says the format runs what the export converts (`runs`, or `runs via route` where
@@ -12,7 +12,7 @@ model and format the check's verdict is compared with the export's status:
 - disagree: anything else (a false alarm or a miss).
 
 Writes results/deployability/check_vs_export_matrix.{json,md} with the check's wall time per model.
-Usage: python scripts/check_vs_matrix.py [PATTERN ...]
+Usage: python -m benchmarks.check_vs_matrix [PATTERN ...]
 """
 
 import argparse
@@ -100,7 +100,7 @@ def _markdown(p: dict) -> str:
              "with its status in `zoo/deploy/export/export_matrix.json` (converted and verified in every runtime). Cells: "
              "check / export. *runs via route*: the dynamic-batch RNN graph needs Flex in TFLite, and the check "
              "converted zoo export's batch-1 route with builtins only. "
-             f"Produced by `python scripts/check_vs_matrix.py` on {p['cpu']} ({p['cores']} cores), load average "
+             f"Produced by `python -m benchmarks.check_vs_matrix` on {p['cpu']} ({p['cores']} cores), load average "
              f"{p['load_before'][0]:.1f} before and {p['load_after'][0]:.1f} after (other work shared the machine); "
              "check s includes the trace (trace s) and, for TFLite, one conversion, which grows with the weights.")
     lines = ["# `zoo export --check` against the real exports", "", intro, "",
