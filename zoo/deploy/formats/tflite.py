@@ -30,10 +30,11 @@ import numpy as np
 from zoo.core.options import BOOL, Option
 from zoo.deploy.formats.base import (CALIBRATION, DEFAULT_THREADS, INT8_GUARDS, INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH,
                               ArtifactError, Attempt, CannotVerify, Converted, Format, RoutesFailed, Runner,
-                              atomic_output, head, predict_in_chunks, replace_file, tensor_info, unrolled_note)
+                              atomic_output, head, predict_in_chunks, tensor_info, unrolled_note)
 from zoo.deploy.formats.diagnose import OpGap, UnsupportedOpsError, unsupported_ops_error
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
+from zoo.deploy.formats.tflite_file import FLEX_PREFIX, IDENTIFIER, NotTFLiteError, TFLiteFile, flex_op
 from zoo.deploy.formats.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS, Finding
 
 # precision (one .tflite each) -> tolerance class
@@ -76,7 +77,6 @@ FORMAT = Format(
                default=False, check=BOOL),
     ),
 )
-FLEX_PREFIX = "Flex"  # the custom-op code of a TF Select op: "Flex" + the TensorFlow op name
 
 
 def routes(recurrent: bool, precision: str) -> list[str]:
@@ -202,7 +202,7 @@ def convert(conversion) -> Converted:
                          "denylisted layers float)")
         with atomic_output(conversion.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
-            _store_metadata(tmp, conversion.model.metadata, {"name": conversion.model.name, **conversion.model.card})
+            _store_metadata(tmp, conversion.model)
         if mobile_front == "rgb":
             notes.append("mobile: RGB input, its channels averaged to gray in the graph")
         if options.get("mobile") and conversion.target.variant == "int8":
@@ -215,7 +215,7 @@ def convert(conversion) -> Converted:
             notes.append("batch axis fixed to 1 (RNN while loop needs static TensorLists)")
         if route == "unrolled":
             notes.append(unrolled_note(example_shape))
-        flex = flex_ops(flatbuffer)
+        flex = TFLiteFile(flatbuffer).flex_ops
         if flex:
             details["flex_ops"] = flex
             notes.append(f"uses {len(flex)} Flex (TF Select) op(s), allowed by allow_flex: {', '.join(flex)}; the "
@@ -270,6 +270,17 @@ def _pixels_in(flatbuffer: bytes, conversion) -> bytes:
     mean, std = tflite_metadata.normalization(described.get("scale", "0-1"), described.get("mean"),
                                               described.get("std"))
     return mobile.set_uint8_input(flatbuffer, *mobile.uint8_quantization(mean, std))
+
+
+def _store_metadata(path, model) -> None:
+    """zoo's metadata (where the model has any) and the standard metadata, with the model card's fields,
+    written into the TFLite file at `path` (`mobile.write`)."""
+    from zoo.deploy.formats import mobile
+    from zoo.deploy.formats.metadata import ModelMetadata
+
+    card = {"name": model.name, **model.card}
+    mobile.write(path, ModelMetadata.from_json(model.metadata) if model.metadata else None,
+                 **{k: card[k] for k in mobile.CARD if card.get(k)})
 
 
 def tflite_unsupported_ops(message: str) -> dict[str, list[str]]:
@@ -341,10 +352,8 @@ def unsupported_ops(traced) -> list[OpGap]:
         return [OpGap(op, tuple(nodes)) for op, nodes in sorted(unsupported.items())]
     gaps = []
     for code, nodes in sorted(non_builtin_ops(flatbuffer).items()):
-        if code.startswith(FLEX_PREFIX):
-            gaps.append(OpGap(code[len(FLEX_PREFIX):], tuple(nodes), needs=FLEX_NEEDS))
-        else:
-            gaps.append(OpGap(code, tuple(nodes)))
+        tf_op = flex_op(code)
+        gaps.append(OpGap(tf_op, tuple(nodes), needs=FLEX_NEEDS) if tf_op else OpGap(code, tuple(nodes)))
     return gaps
 
 
@@ -387,34 +396,15 @@ def route_around(traced) -> str | None:
 
 
 def non_builtin_ops(flatbuffer: bytes) -> dict[str, list[str]]:
-    """custom op code (`Flex<Op>` or a custom op's name) -> the names of the tensors its operators output,
-    over every subgraph (loop bodies too)."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    model = schema.Model.GetRootAsModel(flatbuffer, 0)
-    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
+    """custom op code (`Flex<Op>` or a custom op's name) -> the names of the tensors its operators output
+    (the first of each), over every subgraph (loop bodies too)."""
+    model = TFLiteFile(flatbuffer)
     found: dict[str, list[str]] = {}
-    for s in range(model.SubgraphsLength()):
-        graph = model.Subgraphs(s)
-        for i in range(graph.OperatorsLength()):
-            op = graph.Operators(i)
-            code = codes[op.OpcodeIndex()]
-            if code:
-                names = [graph.Tensors(op.Outputs(j)).Name().decode() for j in range(op.OutputsLength())
-                         if op.Outputs(j) >= 0]
-                found.setdefault(code, []).append(names[0] if names else "")
+    for op in model.ops():
+        if op.custom is not None:
+            names = [model.tensor(i, op.subgraph).name for i in op.outputs if i >= 0]
+            found.setdefault(op.custom, []).append(names[0] if names else "")
     return found
-
-
-def flex_ops(flatbuffer: bytes) -> list[str]:
-    """The TensorFlow ops a TFLite model runs through Flex (its custom op codes "Flex<Op>")."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    # The table API reads the op codes in place; the object API would unpack every weight buffer
-    # (gigabytes for a large model).
-    model = schema.Model.GetRootAsModel(flatbuffer, 0)
-    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
-    return sorted({c[len(FLEX_PREFIX):] for c in codes if c.startswith(FLEX_PREFIX)})
 
 
 def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
@@ -452,18 +442,16 @@ BOUNDARY_OPS = ("QUANTIZE", "DEQUANTIZE")
 
 
 def float_ops(flatbuffer: bytes) -> list[str]:
-    """The ops of a TFLite model that compute in float, other than the boundary (de)quantization."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    interpreter = Interpreter(model_content=flatbuffer)
-    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    """The ops of a TFLite model that compute in float (a float32 output), other than the boundary
+    (de)quantization, over every subgraph (loop bodies too)."""
+    model = TFLiteFile(flatbuffer)
     found = []
-    for op in interpreter._get_ops_details():  # the public API lists tensors, not ops
-        if op["op_name"] in BOUNDARY_OPS:
+    for op in model.ops():
+        if op.name in BOUNDARY_OPS:
             continue
-        outputs = [tensors[i] for i in op["outputs"] if i in tensors]
-        if any(t["dtype"] == np.float32 for t in outputs):
-            found.append(f"{op['op_name']} ({outputs[0]['name']})")
+        outputs = [model.tensor(i, op.subgraph) for i in op.outputs if i >= 0]
+        if any(t.type == "FLOAT32" for t in outputs):
+            found.append(f"{op.name} ({outputs[0].name})")
     return found
 
 
@@ -570,9 +558,6 @@ def open_runner(path, *, threads: int = DEFAULT_THREADS, example=None) -> TFLite
 
 # ----------------------------------------------------------------------------- on disk: recognised, metadata, scan
 
-IDENTIFIER = b"TFL3"  # schema.fbs: file_identifier
-
-
 def recognise(path: Path) -> bool:
     return path.is_file() and head(path)[4:8] == IDENTIFIER
 
@@ -582,93 +567,54 @@ def write_metadata(path: Path, text: str) -> None:
     replacing an earlier one) and the standard TFLITE_METADATA derived from it, with its packed
     `labels.txt` (`zoo.deploy.formats.mobile.write`), in one rewrite; the model card's fields already in the
     file are kept. Nothing is rewritten where the file already holds both, as they would be written."""
-    if _holds(path, text):
-        return
-    _store_metadata(path, text, {})
-
-
-def _store_metadata(path: Path, text: str | None, card: dict) -> None:
-    """Writes zoo's metadata (where there is any) and the standard metadata into the TFLite file at `path`."""
     from zoo.deploy.formats import mobile
     from zoo.deploy.formats.metadata import ModelMetadata
 
-    mobile.write(path, None if text is None else ModelMetadata.from_json(text),
-                 **{k: card[k] for k in mobile.CARD if card.get(k)})
-
-
-def _holds(path: Path, text: str) -> bool:
-    """Whether the file's zoo entry is `text` as it holds for the file (`mobile.as_artifact_takes`), beside
-    standard metadata."""
-    from zoo.deploy.formats import mobile, tflite_metadata
-    from zoo.deploy.formats.metadata import KEY, ModelMetadata
-
-    model, _ = tflite_metadata.split(path.read_bytes())
-    stored = tflite_metadata.metadata_buffer(model, KEY)
-    if stored is None or tflite_metadata.metadata_buffer(model, tflite_metadata.NAME) is None:
-        return False
-    return stored.decode() == mobile.as_artifact_takes(ModelMetadata.from_json(text), model).to_json()
+    if not mobile.holds(path, ModelMetadata.from_json(text)):
+        mobile.write(path, ModelMetadata.from_json(text))
 
 
 def read_metadata(path: Path) -> str | None:
-    from ai_edge_litert import schema_py_generated as schema
-
     from zoo.deploy.formats.metadata import KEY
 
-    model = schema.Model.GetRootAs(path.read_bytes(), 0)
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        if entry.Name().decode() == KEY:
-            return model.Buffers(entry.Buffer()).DataAsNumpy().tobytes().decode()
-    return None
+    stored = TFLiteFile.read(path).metadata(KEY)
+    return None if stored is None else stored.decode()
 
 
-def _entry(builtin: int, custom: str | None, schema):
-    """(unsafe table entry, op name, why) for one operator code, or None."""
-    ops = schema.BuiltinOperator
-    if builtin == ops.STABLEHLO_CUSTOM_CALL:
-        return CUSTOM_TFLITE_OP, "STABLEHLO_CUSTOM_CALL", "calls a custom-call target outside TFLite"
-    if builtin != ops.CUSTOM:
+def _entry(op):
+    """(unsafe table entry, op name, why) for one operator (`tflite_file.Op`), or None."""
+    if op.name == "STABLEHLO_CUSTOM_CALL":
+        return CUSTOM_TFLITE_OP, op.name, "calls a custom-call target outside TFLite"
+    if op.custom is None:
         return None
-    code = custom or ""
-    if code.startswith(FLEX_PREFIX):
-        tf_op = TF_OPS.get(code[len(FLEX_PREFIX):])
-        return (tf_op, code, f"Flex op running TensorFlow's {tf_op.name}: {tf_op.why}") if tf_op else None
-    if code in TFLITE_RUNTIME_CUSTOM_OPS:
+    if op.flex is not None:
+        tf_op = TF_OPS.get(op.flex)
+        return (tf_op, op.custom, f"Flex op running TensorFlow's {tf_op.name}: {tf_op.why}") if tf_op else None
+    if op.custom in TFLITE_RUNTIME_CUSTOM_OPS:
         return None
-    return CUSTOM_TFLITE_OP, code or "<unnamed custom op>", None
+    return CUSTOM_TFLITE_OP, op.name, None
 
 
 def scan(path: Path):
-    from ai_edge_litert import schema_py_generated as schema
-
-    data = path.read_bytes()
-    if data[4:8] != IDENTIFIER:
-        raise ArtifactError(f"{path} is not a TFLite flatbuffer (no {IDENTIFIER.decode()} identifier).")
+    """The ops of every subgraph whose operator code is in the unsafe table (`zoo.deploy.formats.unsafe`): one
+    finding per subgraph and code, at its first operator."""
     try:
-        model = schema.Model.GetRootAs(data, 0)
-        codes = []
-        for i in range(model.OperatorCodesLength()):
-            oc = model.OperatorCodes(i)
-            builtin = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())  # schema.fbs: the larger one is valid
-            custom = oc.CustomCode()
-            codes.append(_entry(builtin, custom.decode("utf-8", "replace") if custom else None, schema))
-        findings, scanned = [], 0
-        for s in range(model.SubgraphsLength()):
-            sub = model.Subgraphs(s)
-            name = (sub.Name() or b"").decode("utf-8", "replace")
-            counts, first = collections.Counter(), {}
-            for o in range(sub.OperatorsLength()):
-                scanned += 1
-                index = sub.Operators(o).OpcodeIndex()
-                if index >= len(codes):
-                    raise ArtifactError(f"{path}: operator {o} of subgraph {s} names opcode {index} of {len(codes)}.")
-                if codes[index]:
-                    counts[index] += 1
-                    first.setdefault(index, o)
-            for index, count in counts.items():
-                entry, op, why = codes[index]
-                where = f"subgraph {s}" + (f" '{name}'" if name else "") + f", operator {first[index]}"
-                findings.append(Finding.of(entry, where, op=op, why=why, count=count))
+        model = TFLiteFile.read(path)
+        findings, ops = [], model.ops()
+        first: dict[tuple[int, int], tuple] = {}
+        counts = collections.Counter()
+        for op in ops:
+            entry = _entry(op)
+            if entry:
+                key = (op.subgraph, op.opcode)
+                counts[key] += 1
+                first.setdefault(key, (op, entry))
+        for key, (op, (entry, name, why)) in first.items():
+            graph = model.subgraph_name(op.subgraph)
+            where = f"subgraph {op.subgraph}" + (f" '{graph}'" if graph else "") + f", operator {op.index}"
+            findings.append(Finding.of(entry, where, op=name, why=why, count=counts[key]))
+    except NotTFLiteError:
+        raise ArtifactError(f"{path} is not a TFLite flatbuffer (no {IDENTIFIER.decode()} identifier).") from None
     except (IndexError, ValueError, UnicodeDecodeError) as e:  # a truncated or corrupt flatbuffer
         raise ArtifactError(f"{path} is a corrupt TFLite flatbuffer: {type(e).__name__}: {e}") from None
-    return findings, scanned
+    return findings, len(ops)
