@@ -8,7 +8,7 @@ step appends JSON lines to <work>/results.jsonl and prints them; `results/compat
 says what they showed for EfficientNetB0.
 
 Steps:
-  base      zoo's TFLite full int8 (`formats.tflite` converter set-up) and ONNX int8 (`ptq.onnx_static`):
+  base      zoo's TFLite full int8 (`formats.tflite_convert` converter set-up) and ONNX int8 (`ptq.onnx_static`):
             agreement with Keras on the 100 evaluation and the 2000 fresh images, ties, margins
   onnxops   which ops each int8 model quantizes
   debug     tf.lite.experimental.QuantizationDebugger: per-op rmse/scale, range (TF guide
@@ -79,7 +79,8 @@ INPUT = signature_of(model).names[0]
 
 import tensorflow as tf  # noqa: E402
 
-from zoo.deploy.formats import tflite as zt  # noqa: E402
+from zoo.deploy.formats import tflite_convert as zt  # noqa: E402
+from zoo.deploy.formats.tflite_runner import open_runner  # noqa: E402
 
 
 def gen_of(x, n=None, batch=1, as_list=False):
@@ -93,7 +94,7 @@ def gen_of(x, n=None, batch=1, as_list=False):
 
 
 def zoo_converter(rep=rep_x, batch=1):
-    c = zt._converter(SM)
+    c = zt.make_converter(SM)
     c.optimizations = [tf.lite.Optimize.DEFAULT]
     c.representative_dataset = gen_of(rep, batch=batch)
     c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -103,7 +104,7 @@ def zoo_converter(rep=rep_x, batch=1):
 def run_tflite(blob, x):
     path = f"{D}/tmp_{os.getpid()}.tflite"
     open(path, "wb").write(blob)
-    r = zt.open_runner(path, example=x[:1])
+    r = open_runner(path, example=x[:1])
     return next(iter(r.predict(x).values()))
 
 
@@ -131,7 +132,7 @@ def stats(label, blob_or_out, extra=""):
 
 
 if "base" in STEPS:
-    f32 = zt._converter(SM).convert()
+    f32 = zt.make_converter(SM).convert()
     open(f"{D}/float32.tflite", "wb").write(f32)
     stats("tflite float32", f32)
     t = time.time()
@@ -308,14 +309,14 @@ if "lat" in STEPS:
     def latency(blob, runs=100):
         path = f"{D}/lat_{os.getpid()}.tflite"
         open(path, "wb").write(blob)
-        r = zt.open_runner(path, example=ev_x[:1])
+        r = open_runner(path, example=ev_x[:1])
         return statistics.median(r.latencies_ms(ev_x[:1], runs, 10)), r.runtime
     f32 = open(f"{D}/float32.tflite", "rb").read()
     q8 = open(f"{D}/int8.tflite", "rb").read()
     c = zoo_converter()
     c.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     q16 = c.convert()
-    c = zt._converter(SM)
+    c = zt.make_converter(SM)
     c.optimizations = [tf.lite.Optimize.DEFAULT]
     c.target_spec.supported_types = [tf.float16]
     h = c.convert()

@@ -8,7 +8,6 @@ import tensorflow as tf
 
 import zoo
 import zoo.deploy.export
-import zoo.deploy.formats.tflite
 from zoo.deploy.export import ExportData
 from zoo.quantization import QuantizationError, QuantizedLinear, calibrate, quantize_model
 from zoo.quantization.fake_quant import (
@@ -194,7 +193,8 @@ def test_qat_model_round_trips_and_converts_to_builtin_int8_tflite_agreeing_with
                                isolate=False)  # no calibration data: the ranges are learned
     assert report.ok, report.table()
     path = report.results[0].path
-    from zoo.deploy.formats.tflite import TFLiteRunner, float_ops
+    from zoo.deploy.formats.tflite_convert import float_ops
+    from zoo.deploy.formats.tflite_runner import TFLiteRunner
 
     flatbuffer = open(path, "rb").read()
     assert float_ops(flatbuffer) == []

@@ -112,11 +112,11 @@ def test_mobile_export_is_named_noted_and_run_in_mediapipe(exported):
 
 
 def test_mobile_refuses_what_the_clients_cannot_take():
-    from zoo.deploy.formats import tflite
+    from zoo.deploy.formats import tflite, tflite_convert
 
     target = type("Target", (), {"options": {"mobile": True, "int8_io": True}, "variant": "int8"})
     with pytest.raises(ValueError, match="int8_io"):
-        tflite._mobile_front(type("Conversion", (), {"target": target, "model": None}), None)
+        tflite_convert._mobile_front(type("Conversion", (), {"target": target, "model": None}), None)
     assert tflite.FORMAT.artifact_name("m", "int8", {"mobile": True}) == "m_int8_mobile.tflite"
     assert tflite.FORMAT.artifact_name("m", "int8", {"mobile": False}) == "m_int8.tflite"
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.deploy.formats.tflite_file import TFLiteFile
+
 IMAGES = 20
 CLIENT = "mediapipe"
 
@@ -64,7 +66,7 @@ def _classifier(path: str):
     standard = tflite_metadata.read(path)
     if standard is None or not standard.labels or standard.normalization is None:
         return None
-    shape = mobile.image_input_shape(Path(path).read_bytes())
+    shape = mobile.image_input_shape(TFLiteFile.read(path))
     if shape is None:
         return None
     return standard.labels, *standard.normalization, shape
@@ -73,15 +75,10 @@ def _classifier(path: str):
 def _known_refusal(path: str, shape: tuple) -> str | None:
     """What MediaPipe says of a file it refuses by its documented rules (depth 3 or 4; uint8 or float32
     tensors), so no client process is started for it; None where it may take it."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    from zoo.deploy.formats import tflite_metadata
-
     if shape[-1] not in (3, 4):
         return (f"The input tensor should have dimensions 1 x height x width x depth, where depth = 3 or 4. Got 1 x "
                 f"{' x '.join(map(str, shape))}. (MediaPipe's rule; not run)")
-    graph = schema.Model.GetRootAs(tflite_metadata.split(Path(path).read_bytes())[0], 0).Subgraphs(0)
-    if graph.Tensors(graph.Inputs(0)).Type() == schema.TensorType.INT8:
+    if TFLiteFile.read(path).inputs()[0].type == "INT8":
         return "Requested one of these types: uint8/float32, got INT8. (MediaPipe's rule; not run)"
     return None
 

@@ -15,7 +15,8 @@ or uint8, and read the class names from the model's standard metadata:
 - `standard_metadata`: the TFLITE_METADATA (`tflite_metadata`) of any TFLite model, derived from zoo's
   own metadata (`zoo.deploy.formats.metadata.ModelMetadata`), the model card and the model's tensors, so the
   two stay consistent; `as_artifact_takes` is zoo's metadata of an artifact with an RGB front;
-  `write` stores both in one rewrite (a later rewrite of either keeps the packed `labels.txt`).
+  `write` stores both in one rewrite (a later rewrite of either keeps the packed `labels.txt`), and `holds`
+  says whether a file already holds what it would store.
 
 Score calibration (ScoreCalibrationOptions and a TENSOR_AXIS_SCORE_CALIBRATION file) is not written:
 it holds per-class parameters of a fitted transformation of uncalibrated scores (tflite-support's
@@ -30,6 +31,7 @@ import functools
 import numpy as np
 
 from zoo.deploy.formats import tflite_metadata
+from zoo.deploy.formats.tflite_file import TFLiteFile
 
 ARTIFACT_SUFFIX = "_mobile"  # "{model}_{variant}_mobile.tflite": not mistaken for the plain artifact
 
@@ -141,50 +143,40 @@ def set_uint8_input(model_bytes: bytes, scale: float, zero_point: int) -> bytes:
     scales, so only the input's own parameters change, and pixels outside the calibrated range are
     clipped by the int8 tensor as before. Raises where an op other than QUANTIZE reads the input.
     """
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as schema
-
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(model_bytes, 0))
-    graph = model.subgraphs[0]
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
-    for index in graph.inputs:
-        tensor = graph.tensors[index]
-        if tensor.type != schema.TensorType.UINT8:
-            continue
-        readers = [op for op in graph.operators if index in list(op.inputs)]
-        others = [op for op in readers if codes[op.opcodeIndex] != schema.BuiltinOperator.QUANTIZE]
+    model = TFLiteFile(model_bytes)
+    uint8 = [t for t in model.inputs() if t.type == "UINT8"]
+    for tensor in uint8:
+        others = sorted({op.name for op in model.ops(0) if tensor.index in op.inputs and op.name != "QUANTIZE"})
         if others:
-            raise ValueError(f"uint8 input {tensor.name!r} is read by ops other than QUANTIZE; its quantization "
-                             "cannot be changed alone.")
-        tensor.quantization.scale = [float(scale)]
-        tensor.quantization.zeroPoint = [int(zero_point)]
-    builder = flatbuffers.Builder(len(model_bytes) + 1024)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+            raise ValueError(f"uint8 input {tensor.name!r} is read by {', '.join(others)} besides QUANTIZE; its "
+                             "quantization cannot be changed alone.")
+
+    def edit(parsed):
+        for tensor in uint8:
+            quantization = parsed.subgraphs[0].tensors[tensor.index].quantization
+            quantization.scale = [float(scale)]
+            quantization.zeroPoint = [int(zero_point)]
+
+    return model.rewrite(edit)
 
 
-def image_input_shape(model_bytes: bytes) -> tuple | None:
+def image_input_shape(model: TFLiteFile) -> tuple | None:
     """(height, width, channels) of the model's one image-shaped input (rank 4, depth 1, 3 or 4), else None;
     read from the flatbuffer's tables, without an interpreter."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    graph = schema.Model.GetRootAs(tflite_metadata.split(model_bytes)[0], 0).Subgraphs(0)
-    if graph.InputsLength() != 1:
+    inputs = model.inputs()
+    if len(inputs) != 1 or len(inputs[0].shape) != 4 or inputs[0].shape[-1] not in (1, 3, 4):
         return None
-    shape = graph.Tensors(graph.Inputs(0)).ShapeAsNumpy()
-    if not isinstance(shape, np.ndarray) or len(shape) != 4 or shape[-1] not in (1, 3, 4):
-        return None
-    return tuple(int(d) for d in shape[1:])
+    return inputs[0].shape[1:]
 
 
-def as_artifact_takes(zoo_metadata, model_bytes: bytes):
+def as_artifact_takes(zoo_metadata, model: TFLiteFile):
     """zoo's metadata as it holds for this artifact: an image model of depth 1 whose artifact takes 3 channels
     has an RGB front (`rgb_front_saved_model`), so files are read as RGB (`zoo predict`, `zoo val`); other
     metadata is returned as it is."""
     import dataclasses
 
     described = getattr(zoo_metadata, "input", None) or {}
-    shape = image_input_shape(model_bytes)
+    shape = image_input_shape(model)
     if described.get("kind") != "image" or described.get("channels") != 1 or shape is None or shape[-1] != 3:
         return zoo_metadata
     source = dict(zoo_metadata.source)
@@ -305,20 +297,31 @@ def write(path, zoo_metadata, **card) -> dict:
     the file's standard metadata, the name defaulting to the file's stem."""
     from pathlib import Path
 
-    from zoo.fileio import atomic_write_bytes as replace_file
+    from zoo.fileio import atomic_write_bytes
     from zoo.deploy.formats.metadata import KEY
 
     path = Path(path)
-    data = path.read_bytes()
-    model, _ = tflite_metadata.split(data)
-    previous = tflite_metadata.metadata_buffer(model, tflite_metadata.NAME)
+    model = TFLiteFile(tflite_metadata.split(path.read_bytes())[0])
+    previous = model.metadata(tflite_metadata.NAME)
     kept = tflite_metadata.decode("ModelMetadata", previous) if previous else {}
     card = {**{k: kept[k] for k in CARD if kept.get(k)}, **{k: v for k, v in card.items() if v}}
     card.setdefault("name", path.stem)
     zoo_metadata = as_artifact_takes(zoo_metadata, model)
-    metadata, files = standard_metadata(model, zoo_metadata, **card)
+    metadata, files = standard_metadata(model.data, zoo_metadata, **card)
     entries = {tflite_metadata.NAME: tflite_metadata.to_bytes(metadata)}
     if zoo_metadata is not None:
         entries[KEY] = zoo_metadata.to_json().encode()
-    replace_file(path, tflite_metadata.join(tflite_metadata.with_metadata_buffers(model, entries), files))
+    atomic_write_bytes(path, tflite_metadata.join(model.with_metadata(entries), files))
     return metadata
+
+
+def holds(path, zoo_metadata) -> bool:
+    """Whether the TFLite file at `path` already holds what `write(path, zoo_metadata)` would store: zoo's entry
+    as it holds for the file (`as_artifact_takes`), beside standard metadata."""
+    from zoo.deploy.formats.metadata import KEY
+
+    model = TFLiteFile.read(path)
+    stored = model.metadata(KEY)
+    if stored is None or model.metadata(tflite_metadata.NAME) is None:
+        return False
+    return stored.decode() == as_artifact_takes(zoo_metadata, model).to_json()

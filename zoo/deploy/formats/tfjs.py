@@ -1,6 +1,6 @@
 """TF.js graph model, converted from a SavedModel and run with @tensorflow/tfjs in Node.
 
-Recurrent models need a route, like in TFLite (`zoo.deploy.formats.tflite`):
+Recurrent models need a route, like in TFLite (`zoo.deploy.formats.tflite_convert`):
 
 - no route (None): the plain SavedModel, for everything without RNN layers.
 - `control_flow_v2`: the plain SavedModel with control flow v2 ops, so Keras's

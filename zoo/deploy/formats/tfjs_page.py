@@ -79,7 +79,9 @@ def serve(folder, port: int = 0) -> None:
     if not (folder / "model.json").is_file():
         raise ValueError(f"{folder} is not a TF.js model folder (no model.json): --serve-page takes a tfjs_* folder.")
     if not (folder / "index.html").is_file() or not (folder / "tf.min.js").is_file():
-        for note in write(folder):
+        from zoo.deploy.formats.tfjs import write_page
+
+        for note in write_page(folder):
             print(note)
     server = PageServer(folder, port)
     print(f"serving {folder} at {server.url} (loopback only); Ctrl-C stops", flush=True)

@@ -28,6 +28,8 @@ import zipfile
 
 import numpy as np
 
+from zoo.deploy.formats.tflite_file import TFLiteFile
+
 NAME = "TFLITE_METADATA"  # the model's metadata entry the clients look up
 FILE_IDENTIFIER = b"M001"
 # The oldest metadata parser that reads every field written here (`metadata_version.cc`: ImageProperties,
@@ -310,39 +312,6 @@ def associated_files(data: bytes) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def with_metadata_buffers(model: bytes, entries: dict[str, bytes]) -> bytes:
-    """The model flatbuffer (no zip) with its metadata entries `entries` (name -> buffer contents) set,
-    replacing entries of the same name and keeping the others (`min_runtime_version`, `zoo_metadata`)."""
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as schema
-
-    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAs(model, 0))
-    parsed.metadata = [m for m in (parsed.metadata or []) if m.name.decode() not in entries]
-    for name, content in entries.items():
-        buffer = schema.BufferT()
-        buffer.data = np.frombuffer(content, np.uint8)
-        parsed.buffers.append(buffer)
-        entry = schema.MetadataT()
-        entry.name = name
-        entry.buffer = len(parsed.buffers) - 1
-        parsed.metadata.append(entry)
-    builder = flatbuffers.Builder(len(model) + 1024)
-    builder.Finish(parsed.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
-
-
-def metadata_buffer(model: bytes, name: str) -> bytes | None:
-    """The contents of the model's metadata entry `name`, or None."""
-    from ai_edge_litert import schema_py_generated as schema
-
-    parsed = schema.Model.GetRootAs(model, 0)
-    for i in range(parsed.MetadataLength()):
-        entry = parsed.Metadata(i)
-        if entry.Name().decode() == name:
-            return parsed.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
-    return None
-
-
 def populate(data: bytes, metadata: dict, files: dict[str, bytes]) -> bytes:
     """`data` (a TFLite model, with or without packed files) with the standard metadata and exactly `files`
     packed; every file the metadata names must be among them."""
@@ -351,7 +320,7 @@ def populate(data: bytes, metadata: dict, files: dict[str, bytes]) -> bytes:
     if missing:
         raise ValueError(f"The metadata names associated file(s) {missing} that are not given; given: {sorted(files)}")
     model, _ = split(data)
-    return join(with_metadata_buffers(model, {NAME: to_bytes(metadata)}), files)
+    return join(TFLiteFile(model).with_metadata({NAME: to_bytes(metadata)}), files)
 
 
 def _file_names(value) -> set[str]:
@@ -400,8 +369,7 @@ def read(path) -> Standard | None:
     """The standard metadata of the TFLite file at `path`, or None without any."""
     with open(path, "rb") as f:
         data = f.read()
-    model, _ = split(data)
-    buffer = metadata_buffer(model, NAME)
+    buffer = TFLiteFile(data).metadata(NAME)
     if buffer is None:
         return None
     if buffer[4:8] != FILE_IDENTIFIER:
