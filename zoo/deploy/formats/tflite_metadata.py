@@ -380,15 +380,8 @@ def read(path) -> Standard | None:
 
 def write(path, metadata: dict, files: dict[str, bytes]) -> None:
     """Writes the standard metadata and its files into the TFLite file at `path`, atomically."""
-    import os
     from pathlib import Path
 
-    path = Path(path)
-    data = populate(path.read_bytes(), metadata, files)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from zoo.fileio import atomic_write_bytes
+
+    atomic_write_bytes(path, populate(Path(path).read_bytes(), metadata, files))

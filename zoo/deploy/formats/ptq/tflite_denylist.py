@@ -5,7 +5,7 @@ TensorFlow's `tf.lite.experimental.QuantizationDebugger` drives) takes `denylist
 named by their output tensors, that stay float with (de)quantize ops around them. This is the
 selective quantization of TensorFlow's guide "Inspecting Quantization Errors with Quantization
 Debugger". Calibration runs once, when the debugger is made from a converter set up as zoo's full
-int8 (`zoo.deploy.formats.tflite._quantize`); each variant re-quantizes the calibrated model
+int8 (`zoo.deploy.formats.tflite_convert._quantize`); each variant re-quantizes the calibrated model
 (`QuantizationDebugOptions(denylisted_nodes=...)`, `get_nondebug_quantized_model`). Everything not
 denylisted is the converter's own full int8: the same calibration, quantizer and kernels.
 
