@@ -27,7 +27,6 @@ from __future__ import annotations
 import inspect
 import math
 from pathlib import Path
-from typing import Callable
 
 from zoo.architectures import registry
 from zoo.data.path_data import Inference, PathData, from_path
@@ -64,24 +63,6 @@ def read(config: TrainConfig) -> PathData:
 def recipe_for(data: PathData) -> tuple[str, str]:
     """``(recipe name, reason)``: the default recipe for this data (its kind's, `zoo.data.kinds`)."""
     return data.kind.default_recipe(data)
-
-
-def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[str], None] = print,
-                    **changes) -> tuple[TrainConfig, PathData]:
-    """The config `zoo train --data` runs, and the data read for it: `zoo.training.plan`'s, whose
-    `TrainPlan` holds both (and every inference, printed here through `log`).
-
-    `recipe`: a recipe (name or .toml, possibly with ``data = "..."``) or None for the default of
-    the data's kind. `changes`: the values the user gave (flags); they override everything.
-    """
-    from zoo.training.planner import plan
-
-    planned = plan(recipe, data_path, **changes) if data_path or recipe else None
-    if planned is None or not planned.config.data:
-        raise ValueError("No data: give a path with --data (or `data = \"PATH\"` in the recipe).")
-    for line in planned.inferred:
-        log(line)
-    return planned.config, planned.data
 
 
 def infer(base: TrainConfig | None, given: dict, data: PathData) -> tuple[TrainConfig, dict]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.training import backends
@@ -184,3 +184,20 @@ def _shown(value) -> str:
     if isinstance(value, (tuple, list)):
         return ",".join(map(str, value)) or "-"
     return str(value)
+
+
+def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[str], None] = print,
+                    **changes) -> tuple[TrainConfig, Any]:
+    """The config `zoo train --data` runs, and the data read for it (a `zoo.data.PathData`): `plan`'s, whose
+    `TrainPlan` holds both (and every inference, printed here through `log`), for callers that change the
+    config or build the model themselves before training.
+
+    `recipe`: a recipe (name or .toml, possibly with ``data = "..."``) or None for the default of
+    the data's kind. `changes`: the values the user gave (flags); they override everything.
+    """
+    planned = plan(recipe, data_path, **changes) if data_path or recipe else None
+    if planned is None or not planned.config.data:
+        raise ValueError("No data: give a path with --data (or `data = \"PATH\"` in the recipe).")
+    for line in planned.inferred:
+        log(line)
+    return planned.config, planned.data

@@ -70,7 +70,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     """Trains, evaluates on the full test split and exports; see `TrainConfig`: `execute(plan(config, data))`.
 
     With `config.data` (a path) the run trains on your own data (`zoo.training.own_data`);
-    `data` is that data already read (a `zoo.data.source.DataSource`, e.g. `own_data.config_for_data`'s).
+    `data` is that data already read (a `zoo.data.source.DataSource`, e.g. `planner.config_for_data`'s).
 
     Every name, number and path is checked, and the data located, before anything is written
     (`zoo.training.planner.plan`).
