@@ -118,10 +118,9 @@ class RegisteredData:
         return ("tensorflow", "jax", "torch")
 
     def explain(self) -> list:
-        info = self.info()
-        splits = ", ".join(f"{role} {self._split(role)}" for role in ROLES if self.has(role))
-        return [f"{'dataset:':<14}{self.dataset} ({info.source}; {info.description})".rstrip(),
-                f"{'splits:':<14}{splits}"]
+        splits = ", ".join(f"{role} {self._split(role)!r}" for role in ROLES if self.has(role))
+        where = f" in {self.data_dir}" if self.data_dir else ""
+        return [f"{'dataset:':<14}{self.dataset} (registered or TFDS{where})", f"{'splits:':<14}{splits}"]
 
     def record(self) -> dict:
         return {"dataset": self.dataset, "splits": dict(self.splits), "data_dir": self.data_dir,

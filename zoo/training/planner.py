@@ -109,19 +109,17 @@ def plan(recipe=None, data=None, *, cpu_replicas: int | None = None, **changes) 
 
         config = _with(base, given)
         source = data_source(config)
+        lines += source.explain()
     else:
         from zoo.data.source import DataSource
         from zoo.training import own_data
 
-        if not isinstance(data, DataSource):
-            given["data"] = str(data)
-        elif getattr(data, "path", None) and not (base is not None and base.data):
-            given["data"] = str(data.path)
-        if complete:
-            config = _with(base, given)
-        else:  # the data knobs shape the reading: the recipe's, with the values given on top
-            config = _with(base or TrainConfig(), given)
-        source = data if isinstance(data, DataSource) else own_data.read(config)  # the one read of the data
+        already_read = isinstance(data, DataSource)
+        if not (base is not None and data == base.data):  # the path given, or the one the data was read from
+            given["data"] = str(data.name if already_read else data)
+        # The data knobs shape the reading: the recipe's, with the values given on top.
+        config = _with(base or TrainConfig(), given)
+        source = data if already_read else own_data.read(config)  # the one read of the data
         lines += source.explain()
         if not complete:
             config, inferred = own_data.infer(base, given, source)
@@ -169,6 +167,8 @@ def _settings(config: TrainConfig, given: dict, inferred: dict, recipe_given: bo
             origin = f"inferred from the data: {inferred[k.name].reason}"
         elif k.name in given or (k.name == "recipe" and recipe_given):
             origin = f"given ({k.cli_flag if k.cli else '--' + k.name.replace('_', '-')})"
+        elif k.name == "recipe":
+            origin = "the default recipe"
         elif value != getattr(defaults, k.name):
             origin = f"recipe {config.recipe}" if config.recipe else "config"
         else:
