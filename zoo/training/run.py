@@ -4,9 +4,9 @@
 `scripts/train.py` and `zoo train` are thin wrappers over `plan` then `execute`, so the same run can be
 started from Python:
 
->>> from zoo.training import execute, plan
+>>> from zoo.training import execute, load_recipe, plan, train
 >>> result = execute(plan("mnist_fast", epochs=1))
->>> result = zoo.training.train(load_recipe("mnist_fast", epochs=1))   # the same, from a config
+>>> result = train(load_recipe("mnist_fast", epochs=1))   # the same, from a config
 """
 
 from __future__ import annotations
