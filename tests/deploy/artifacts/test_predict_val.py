@@ -177,7 +177,7 @@ def test_table_regressor_predicts_rows_in_the_target_units(tmp_path):
     frame = pd.DataFrame({"area": rng.normal(80, 20, 60), "floor": rng.integers(0, 9, 60)})
     frame["price"] = frame["area"] * 3000.0 + rng.normal(0, 1000, 60)
     frame.to_csv(tmp_path / "flats.csv", index=False)
-    config, data = planner.config_for_data(str(tmp_path / "flats.csv"), target="price", log=lambda line: None)
+    config, data = planner.config_for_data(str(tmp_path / "flats.csv"), target_column="price", log=lambda line: None)
     model = own_data.build_model(config, data)
     model.save(tmp_path / "m.keras")
     rows = frame.drop(columns="price").iloc[:5]
