@@ -185,7 +185,7 @@ def execute(plan) -> TrainResult:
         export_path, note = _publish(model, run.last, config, test_ds if test_ds is not None else val_ds)
         notes += [note] if note else []
     test_metrics = {k: float(v) for k, v in test_metrics.items()}
-    preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
+    preset = save_run_preset(model, config, test_metrics, data) if config.save_preset and is_chief else None
     return TrainResult(
         config=config,
         model=model,
@@ -283,21 +283,19 @@ def _publish_child(keras_file: str, export_dir: str, name: str, warmup: str | No
     print(publish_saved_model(model, export_dir, name, warmup_data=x))
 
 
-def save_run_preset(model, config: TrainConfig, test_metrics: dict):
-    """The finished run's weights as preset `config.save_preset`, with its recipe, data and test metrics."""
+def save_run_preset(model, config: TrainConfig, test_metrics: dict, data):
+    """The finished run's weights as preset `config.save_preset`, with its recipe, data (`DataSource.record`)
+    and test metrics."""
     from zoo.core import presets
 
-    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split,
-            "backend": backends.current()}
-    if config.data:  # your own data: its path and how it was read (zoo.training.own_data)
-        data = {"data": str(config.data), "splits": "train, with validation and test held out"}
+    facts = {**data.record(), "backend": backends.current()}
     if config.weights:
-        data["started_from"] = str(config.weights)
-    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({config.dataset})"
+        facts["started_from"] = str(config.weights)
+    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({data.name})"
     return presets.save_preset(
-        model, config.save_preset, recipe={**dataclasses.asdict(config), "backend": backends.current()}, data=data,
+        model, config.save_preset, recipe={**dataclasses.asdict(config), "backend": backends.current()}, data=facts,
         metrics={f"test_{k}": v for k, v in test_metrics.items()}, license=license,
-        description=config.description or f"{config.model} trained on {config.dataset} ({config.recipe or 'no recipe'})",
+        description=config.description or f"{config.model} trained on {data.name} ({config.recipe or 'no recipe'})",
     )
 
 
