@@ -34,8 +34,6 @@ from zoo.data.reading import ReadOptions
 from zoo.training.config import DATA_GROUP, TrainConfig, load_recipe
 from zoo.training.knobs import knobs
 
-# The data knobs whose names differ from `ReadOptions`' (a knob `target` is the target metric already).
-_READ_AS = {"target_column": "target", "val_fraction": "validation_split", "test_fraction": "test_split"}
 # Epochs so that a small data set still gets about this many example visits (within the bounds).
 EXAMPLE_VISITS = 150_000
 MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
@@ -49,8 +47,8 @@ TABLE_VISITS, TABLE_EPOCH_BOUNDS = 1_000_000, (30, 300)
 
 
 def read_options(config: TrainConfig) -> ReadOptions:
-    """The config's data knobs as `ReadOptions` (derived from the knob declarations, `_READ_AS` renames)."""
-    given = {_READ_AS.get(k.name, k.name): getattr(config, k.name) for k in knobs(TrainConfig)
+    """The config's data knobs as `ReadOptions`, each under its declared name (`Knob.read_as`)."""
+    given = {k.read_as or k.name: getattr(config, k.name) for k in knobs(TrainConfig)
              if k.group == DATA_GROUP and k.name != "data"}
     return ReadOptions(**given, seed=config.seed or 0, batch_size=config.batch_size)
 
