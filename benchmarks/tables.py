@@ -9,7 +9,7 @@ stand-in for UCI letter (issue 29's case), which is not shipped offline. Per tab
 process and on the same rows:
 
 - the zoo default: the CSV trained through zoo's public API exactly as ``zoo train --data`` does
-  (`zoo.training.own_data.config_for_data`, `zoo.training.train`: the inferred recipe, its early
+  (`zoo.training.planner.config_for_data`, `zoo.training.train`: the inferred recipe, its early
   stopping on the validation split), then scored on the test split;
 - ``HistGradientBoostingClassifier()`` / ``HistGradientBoostingRegressor()`` with default settings,
   fitted on the train and validation rows (it holds out its own validation data when it wants some);
@@ -236,7 +236,7 @@ def run_linear(frame, task: str, rows: dict) -> dict:
 def run_zoo(csv: Path, task: str, seed: int, expected_test, workdir: Path) -> dict:
     """`zoo train --data CSV --target target --task TASK --seed SEED` through the Python API, no export."""
     from zoo.training import train
-    from zoo.training.own_data import config_for_data
+    from zoo.training.planner import config_for_data
 
     lines = []
     config, data = config_for_data(csv, target_column="target", task=task, seed=seed, out=str(workdir),

@@ -49,7 +49,7 @@ VARIANTS = {
 
 def run(table_names: list[str], variants: list[str], seeds: list[int]):
     from zoo.training import train
-    from zoo.training.own_data import config_for_data
+    from zoo.training.planner import config_for_data
 
     with tempfile.TemporaryDirectory(prefix="zoo-variants-") as tmp:
         previous = Path(tmp) / "previous_default.toml"

@@ -36,7 +36,7 @@ def run(tmp_path_factory):
     """(run folder, the test images' independent accuracy): a run folder as `zoo train --data` leaves it."""
     from PIL import Image
 
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     root = tmp_path_factory.mktemp("images") / "shapes"
     rng = np.random.default_rng(0)
@@ -47,7 +47,7 @@ def run(tmp_path_factory):
                 a[..., tint] += 120
                 _png(root / split / c / f"{i}.png", a)
     keras.utils.set_random_seed(0)
-    config, data = own_data.config_for_data(str(root), log=lambda line: None, model_overrides={"filters": [4, 8]})
+    config, data = planner.config_for_data(str(root), log=lambda line: None, model_overrides={"filters": [4, 8]})
     model = own_data.build_model(config, data)
     x, y = (np.asarray(a) for a in next(iter(data.splits.dataset("train", batch_size=18))))  # all 18
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")

@@ -253,11 +253,11 @@ def test_table_model_standardizes_inside_and_carries_metadata(tmp_path):
 
     import zoo.deploy.formats
     from zoo.deploy.formats import metadata
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     path = tmp_path / "h.csv"
     _table().to_csv(path, index=False)
-    config, data = own_data.config_for_data(str(path), log=lambda line: None, model_overrides={"depth": 1})
+    config, data = planner.config_for_data(str(path), log=lambda line: None, model_overrides={"depth": 1})
     model = own_data.build_model(config, data)
     standardize = model.get_layer("standardize")
     x = np.array([[60.0, 2.0], [40.0, 5.0]], np.float32)
@@ -277,12 +277,12 @@ def test_table_model_standardizes_inside_and_carries_metadata(tmp_path):
 
 
 def test_series_model_outputs_in_the_series_units(tmp_path):
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     days = pd.date_range("2021-01-01", periods=200, freq="D")
     values = 1000 + 50 * np.sin(np.arange(200) / 5)
     pd.DataFrame({"date": days, "load": values}).to_csv(tmp_path / "load.csv", index=False)
-    config, data = own_data.config_for_data(str(tmp_path / "load.csv"), horizon=2, log=lambda line: None)
+    config, data = planner.config_for_data(str(tmp_path / "load.csv"), horizon=2, log=lambda line: None)
     model = own_data.build_model(config, data)
     core = model.get_layer("lstm_forecaster")
     window = values[:data.raw_input.window][None, :, None].astype(np.float32)

@@ -82,7 +82,7 @@ def _noise_table(path, rows=240):
 
 
 def test_table_recipe_is_inferred_from_the_table_and_printed_with_its_flags(tmp_path):
-    from zoo.training.own_data import config_for_data
+    from zoo.training.planner import config_for_data
 
     lines = []
     config, data = config_for_data(str(_noise_table(tmp_path / "t.csv", rows=1000)), target_column="y",

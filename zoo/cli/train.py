@@ -34,6 +34,9 @@ def add(sub):
     groups[RUN_GROUP].add_argument("--workers", type=_positive_int, metavar="N",
                                    help="launch N local workers (127.0.0.1, free ports) with --strategy multi_worker "
                                         "(TensorFlow: TF_CONFIG; JAX: jax.distributed)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (every setting, and whether the recipe, a flag or the data set it) and stop: "
+                        "nothing is trained or written")
     p.set_defaults(func=_cmd_train)
 
 
@@ -50,38 +53,30 @@ def _parse_overrides(items):
     return overrides
 
 
-def train_config_from_args(args, log=print):
-    """The recipe named by --recipe, with every flag the user gave applied on top.
-
-    With your own data (--data, or `data` in the recipe) returns ``(config, data read)``: the
-    recipe and whatever else was not given are inferred from the data (`zoo.training.own_data`).
-    """
+def plan_from_args(args, cpu_replicas: int | None = None):
+    """The `zoo.training.TrainPlan` of the command line: the recipe named by --recipe (or the default), every
+    flag the user gave on top, and with your own data (--data, or `data` in the recipe) the rest inferred."""
     from zoo.core.options import given_values
-    from zoo.training.config import DEFAULT_RECIPE, TrainConfig, load_recipe
+    from zoo.training.config import TrainConfig
     from zoo.training.knobs import knobs
+    from zoo.training.planner import plan
 
     changes = given_values(args, knobs(TrainConfig))
-    recipe_data = bool(args.recipe and args.recipe.endswith(".toml") and load_recipe(args.recipe).data)
-    if changes.get("data") or recipe_data:
-        if "dataset" in changes:
-            raise ValueError("Give either --data PATH (your own data) or --dataset NAME, not both.")
-        from zoo.training.own_data import config_for_data
-
-        if args.set:
-            changes["model_overrides"] = _parse_overrides(args.set)
-        changes.pop("recipe", None)  # --recipe is a knob too: given once, as the recipe
-        return config_for_data(changes.pop("data", None), recipe=args.recipe, log=log, **changes)
-    config = load_recipe(args.recipe or DEFAULT_RECIPE)
-    if "model" in changes and changes["model"] != config.model:
-        config.model_overrides = {}  # the recipe's overrides were for its own model
+    changes.pop("recipe", None)  # --recipe is a knob too: given once, as the recipe
     if args.set:
-        changes["model_overrides"] = {**config.model_overrides, **_parse_overrides(args.set)}
-    return config.replace(**changes)
+        changes["model_overrides"] = _parse_overrides(args.set)
+    return plan(args.recipe, changes.pop("data", None), cpu_replicas=cpu_replicas, **changes)
 
 
-def _split(result):
-    """(config, data read or None) from `train_config_from_args`."""
-    return result if isinstance(result, tuple) else (result, None)
+def train_config_from_args(args, log=print):
+    """The config `plan_from_args` plans; with your own data ``(config, data read)``, each inference printed
+    through `log` (`zoo.training.own_data`)."""
+    planned = plan_from_args(args)
+    if not planned.config.data:
+        return planned.config
+    for line in planned.inferred:
+        log(line)
+    return planned.config, planned.data
 
 
 def _strip_workers(argv):
@@ -96,41 +91,30 @@ def _strip_workers(argv):
     return out
 
 
-def _backend(args) -> str | None:
-    """The backend the flags or the recipe ask for (None: $KERAS_BACKEND's, else TensorFlow)."""
-    if args.backend is not None:
-        return args.backend
-    if args.recipe:
-        from zoo.training.config import load_recipe
-
-        return load_recipe(args.recipe).backend
-    return None
-
-
 def _cmd_train(args) -> int:
-    from zoo.training import backends, multi_worker
+    from zoo.training import multi_worker
 
-    backend = backends.use(_backend(args))  # before anything imports Keras
     launched = "TF_CONFIG" in os.environ or any(name in os.environ for name in multi_worker.JAX_ENV)
-    if args.workers and args.workers > 1 and not launched:
+    launching = bool(args.workers and args.workers > 1 and not launched)
+    # The recipe read, the backend chosen, the data read and everything checked, once, before any work.
+    planned = plan_from_args(args, cpu_replicas=None if launching else args.cpu_replicas)
+    print(planned.describe())
+    if args.dry_run:
+        return 0
+    if launching:
         argv = _strip_workers(getattr(args, "argv", None) or sys.argv[1:])
         if argv and argv[0] == "train":
             argv = argv[1:]
         if "--strategy" in argv:
             i = argv.index("--strategy")
             del argv[i:i + 2]
-        _split(train_config_from_args(args))[0].validate()  # bad input fails here, before any worker starts
-        return multi_worker.launch(argv, args.workers, backend=backend)
-    if args.cpu_replicas:
-        from zoo.training import distribute
+        return multi_worker.launch(argv, args.workers, backend=planned.backend)
+    from zoo.training.run import execute
 
-        distribute.split_cpu(args.cpu_replicas)
-    from zoo.training.run import train
-
-    config, data = _split(train_config_from_args(args))
-    result = train(config, data=data)
+    config = planned.config
+    result = execute(planned)
     print()
-    print(f"recipe:               {config.recipe or '-'} ({config.model} on {config.data or config.dataset})")
+    print(f"recipe:               {config.recipe or '-'} ({config.model} on {planned.data.name})")
     print(f"run directory:        {result.run_dir}")
     if result.resumed_from:
         r = result.resumed_from

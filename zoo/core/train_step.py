@@ -103,6 +103,10 @@ class TrainFeature:
     def after_update(self, model, applied, ready) -> None:
         """`applied`: the optimizer stepped; `ready`: this step ended a (possibly accumulated) update."""
 
+    def after_fit(self, model) -> None:
+        """Called once `fit` has returned, before the final evaluation, the saved model and the export
+        (`zoo.training.run.execute`): e.g. EMA puts its averaged weights into the model."""
+
     def state_variables(self) -> list:
         """Variables a resumable checkpoint must save."""
         return []

@@ -19,6 +19,9 @@ Your own data, as the same batched pipelines (each returns a SplitData with
     zoo.data.from_path("photos/" or "data.csv", target=...)               # path_data.py: any of them,
                                                                           # kind, task, shapes inferred
 
+A training run asks either of them the same questions through one `DataSource` (source.py):
+``zoo.data.RegisteredData("mnist")`` is a registered dataset's side, a `PathData` your own data's.
+
 Registered real sets beyond TFDS: ``breast_cancer``, ``wine`` (scikit-learn),
 ``sunspots``, ``co2`` (statsmodels) in bundled.py, ``moby_dick`` (npm) in
 moby_dick.py; ``zoo.data.load_splits(name)`` gives all splits with their stats.
@@ -43,6 +46,7 @@ from zoo.data.loading import (
 )
 from zoo.data.path_data import Inference, PathData, from_path
 from zoo.data.reading import ReadOptions
+from zoo.data.source import DataSource, RegisteredData
 from zoo.data.path_info import PathInfo, describe_path
 from zoo.data.pipeline import from_arrays
 from zoo.data.registry import DatasetSpec, register_dataset
@@ -58,6 +62,7 @@ __all__ = [
     "Batching",
     "CharVocab",
     "DatasetInfo",
+    "DataSource",
     "DatasetSpec",
     "ImageFolderData",
     "Inference",
@@ -66,6 +71,7 @@ __all__ = [
     "PathInfo",
     "Preprocess",
     "ReadOptions",
+    "RegisteredData",
     "SeriesData",
     "SplitData",
     "TableData",

@@ -108,7 +108,7 @@ class Inference:
 
 @dataclasses.dataclass(frozen=True)
 class PathData:
-    """What :func:`from_path` found and read.
+    """What :func:`from_path` found and read; a `zoo.data.source.DataSource`, as a registered dataset is.
 
     Attributes:
         path: the path read.
@@ -137,6 +137,35 @@ class PathData:
     skipped: tuple = ()
     notes: tuple = ()
     reading: dict = dataclasses.field(default_factory=dict)
+
+    # ------------------------------------------------------------------ `zoo.data.source.DataSource`
+    follows_loss = True  # validation splits of a few dozen rows make accuracy a coarse, tied signal
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    def info(self):
+        return self.dataset_info()
+
+    def has(self, role: str) -> bool:
+        return role in self.splits.parts
+
+    def size(self, role: str) -> Optional[int]:
+        return self.splits.num_examples.get(role)
+
+    def batches(self, role: str, **batching):
+        return self.splits.dataset(role, **batching)
+
+    def backends(self) -> tuple:
+        return self.kind.backends(self)
+
+    def record(self) -> dict:
+        return {"data": self.path, "kind": str(self.kind), "task": self.task, "reading": dict(self.reading),
+                "export": self.export_data()}
+
+    def export_data(self) -> dict:
+        return {"path": self.path, "calibration_split": "train", "validation_split": "validation"}
 
     def dataset_info(self):
         """The facts a training run needs, as for a registered dataset (`zoo.data.DatasetInfo`)."""

@@ -74,20 +74,17 @@ def build_and_compile(config: TrainConfig, input_shape, num_classes, steps_per_e
                       data=None) -> keras.Model:
     """The registry model for `config`, compiled for its task with its train_step features.
 
-    With `data` (your own data, a `zoo.data.PathData`) the model is wrapped in the data's
-    preprocessing and compiled for the data's task (`zoo.training.own_data`).
+    `data` (a `zoo.data.source.DataSource`; None: the config's registered dataset) answers what the model
+    is wrapped in: your own data's fitted preprocessing (`DataSource.raw_input`, `zoo.training.own_data`),
+    and the task it is compiled for.
 
     Call inside a strategy scope. The learning-rate schedule counts optimizer
     updates, so with gradient accumulation an epoch is steps/k updates.
     """
+    data = data or data_source(config)
     if config.qat_from:
-        if data is not None:
-            from zoo.errors import ZooError
-
-            raise ZooError("--qat-from starts from a model trained on a registered --dataset; with your own --data, "
-                           "train with --qat from the start (or pass --dataset).")
         model = load_start_model(config, input_shape)
-    elif data is not None:
+    elif data.raw_input is not None:
         from zoo.training import own_data
 
         model = own_data.build_model(config, data)
@@ -152,35 +149,27 @@ def load_start_model(config: TrainConfig, input_shape) -> keras.Model:
 
 
 def task_of(config: TrainConfig, data=None) -> str:
-    """The task trained: your data's (inferred or `--task`), else the architecture's."""
-    return data.task if data is not None else registry.get_spec(config.model).task
+    """The task trained: the data's (your own data's, inferred or `--task`), else the architecture's."""
+    return getattr(data, "task", None) or registry.get_spec(config.model).task
+
+
+def data_source(config: TrainConfig):
+    """The config's registered dataset as a `zoo.data.source.DataSource`: the split each role names."""
+    return zoo.data.RegisteredData(config.dataset, {"train": config.train_split, "validation": config.val_split,
+                                                    "test": config.test_split}, data_dir=config.data_dir)
 
 
 def load_splits(config: TrainConfig, data=None):
-    """(train, val, test) datasets; val/test are None where the config has no such split.
-
-    With `data` (a `zoo.data.PathData`) its own train, validation and test splits are used.
-    """
-    if data is not None:
-        parts = data.splits.parts
-        own = functools.partial(data.splits.dataset, batch_size=config.batch_size, seed=config.seed, shuffle=False)
-        return (load_train(config, data), own("validation") if "validation" in parts else None,
-                own("test") if "test" in parts else None)
-
-    def load(split):
-        return zoo.data.load(config.dataset, split, config.batch_size, data_dir=config.data_dir, seed=config.seed,
-                             shuffle=False)
-
-    return (load_train(config), load(config.val_split) if config.val_split else None,
-            load(config.test_split) if config.test_split else None)
+    """(train, val, test) batches of `data` (a `zoo.data.source.DataSource`; None: the config's registered
+    dataset); val/test are None where the data has no such split."""
+    data = data or data_source(config)
+    held_out = functools.partial(data.batches, batch_size=config.batch_size, seed=config.seed, shuffle=False)
+    return (load_train(config, data), *(held_out(role) if data.has(role) else None for role in ("validation", "test")))
 
 
 def load_train(config: TrainConfig, data=None, stream_from: int | None = None):
     """The train split's batches, shuffled and augmented; with `stream_from`, its endless stream from that
     global batch on (`zoo.data.batches`): what `fit` is fed, the same batches however often it is iterated."""
-    batching = dict(batch_size=config.batch_size, seed=config.seed, shuffle=True, stream_from=stream_from)
-    if data is not None:
-        ds = data.splits.dataset("train", **batching)
-    else:
-        ds = zoo.data.load(config.dataset, config.train_split, data_dir=config.data_dir, **batching)
+    data = data or data_source(config)
+    ds = data.batches("train", batch_size=config.batch_size, seed=config.seed, shuffle=True, stream_from=stream_from)
     return augment.apply(ds, config.augment, seed=config.seed)

@@ -177,12 +177,13 @@ class TrainConfig:
     preset_license: str | None = knob(None, "the saved preset's license (default: the training data's terms)",
                                       check=TEXT, none=True, metavar="LICENSE", group=TRANSFER_GROUP)
     # Your own data (`zoo train --data PATH`, `zoo.data.from_path`): a path instead of `dataset`; each knob
-    # left unset is inferred from the data (and printed), see zoo/training/own_data.py.
+    # left unset is inferred from the data (and printed), see zoo/training/own_data.py. Each is the
+    # `zoo.data.ReadOptions` field of its name, or of its `read_as` (`target` is the target metric already).
     data: str | None = knob(None, "an image or text folder (one subfolder per class), a CSV/Parquet table, or a CSV "
                             "series with a time column", check=PATH, none=True, metavar="PATH", group=DATA_GROUP)
     task: str | None = knob(None, "what to learn from the data", choices=DATA_TASKS, none=True, group=DATA_GROUP)
     target_column: str | None = knob(None, "the column to predict", check=TEXT, none=True, flag="--target",
-                                     metavar="COLUMN", group=DATA_GROUP)
+                                     metavar="COLUMN", group=DATA_GROUP, read_as="target")
     features: tuple | None = knob(None, "input columns of a table", check=TEXT, multiple=True, none=True,
                                   metavar="A,B,...", group=DATA_GROUP)
     categorical: tuple | None = knob(None, "table columns to one-hot encode", check=TEXT, multiple=True, none=True,
@@ -200,9 +201,11 @@ class TrainConfig:
     classes: tuple | None = knob(None, "use only these classes (class folders: labelled in this order)", check=TEXT,
                                  multiple=True, none=True, metavar="A,B,...", group=DATA_GROUP)
     val_fraction: float | None = knob(None, "fraction held out for validation (default 0.1)",
-                                      check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
+                                      check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP,
+                                      read_as="validation_split")
     test_fraction: float | None = knob(None, "fraction held out for the test (default 0.1)",
-                                       check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP)
+                                       check=number_range(0, 1, hi_open=True), none=True, group=DATA_GROUP,
+                                       read_as="test_split")
     scaling: str | None = knob(None, "numeric table columns: robust (median, interquartile range, smooth clipping; "
                                "the default) or standard (mean, std)", choices=TABLE_SCALINGS, none=True,
                                group=DATA_GROUP)

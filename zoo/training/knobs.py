@@ -34,9 +34,11 @@ TRANSFER_GROUP = "starting from pretrained weights (transfer learning) and savin
 
 @dataclasses.dataclass(frozen=True)
 class Knob(Option):
-    """An `Option` that is a `TrainConfig` field; `feature` names the train_step feature it switches on."""
+    """An `Option` that is a `TrainConfig` field; `feature` names the train_step feature it switches on,
+    `read_as` the `zoo.data.ReadOptions` field a data knob is, where the names differ."""
 
     feature: str | None = None
+    read_as: str | None = None
 
     def check_value(self, value, owner: str = "TrainConfig"):
         """The value normalized (e.g. a recipe's list -> tuple, "none" -> None); a clear error otherwise."""
@@ -52,13 +54,14 @@ class Knob(Option):
         return self.feature is not None and value != self.default
 
 
-def knob(default=None, help: str = "", *, default_factory=None, feature: str | None = None, **option) -> dataclasses.Field:
+def knob(default=None, help: str = "", *, default_factory=None, feature: str | None = None, read_as: str | None = None,
+         **option) -> dataclasses.Field:
     """A `TrainConfig` field with its knob declaration (see the module docstring).
 
     `option` takes `Option`'s keywords: `check`, `choices`, `multiple`, `none`, `cli`, `flag`,
     `metavar`, `group`.
     """
-    declaration = Knob(name="", help=help, default=default, feature=feature, **option)
+    declaration = Knob(name="", help=help, default=default, feature=feature, read_as=read_as, **option)
     metadata = {"knob": declaration}
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)

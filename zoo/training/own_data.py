@@ -1,8 +1,10 @@
 """`zoo train --data PATH`: a recipe and a model for data zoo has never seen, each choice printed.
 
-    config, data = config_for_data("photos/", epochs=5)   # what `zoo train --data photos --epochs 5` runs
-    result = zoo.training.train(config, data=data)
+    plan = zoo.training.plan(data="photos/", epochs=5)   # what `zoo train --data photos --epochs 5` runs
+    print(plan.describe())                               # every setting, and where it came from
+    result = zoo.training.execute(plan)
 
+`zoo.training.plan` reads the data once, with `read`, and completes the config with `infer`.
 The data is read by :func:`zoo.data.from_path`, which infers the kind of data, the task, the
 input shape and the classes. Here the rest is chosen from that: the default recipe for the kind
 of data (``zoo/recipes/own_data/*.toml``), the epochs for its size, and the builder arguments the
@@ -25,7 +27,6 @@ from __future__ import annotations
 import inspect
 import math
 from pathlib import Path
-from typing import Callable
 
 from zoo.architectures import registry
 from zoo.data.path_data import Inference, PathData, from_path
@@ -33,8 +34,6 @@ from zoo.data.reading import ReadOptions
 from zoo.training.config import DATA_GROUP, TrainConfig, load_recipe
 from zoo.training.knobs import knobs
 
-# The data knobs whose names differ from `ReadOptions`' (a knob `target` is the target metric already).
-_READ_AS = {"target_column": "target", "val_fraction": "validation_split", "test_fraction": "test_split"}
 # Epochs so that a small data set still gets about this many example visits (within the bounds).
 EXAMPLE_VISITS = 150_000
 MAX_EPOCHS_FACTOR = 20  # at most this many times the recipe's epochs
@@ -48,8 +47,8 @@ TABLE_VISITS, TABLE_EPOCH_BOUNDS = 1_000_000, (30, 300)
 
 
 def read_options(config: TrainConfig) -> ReadOptions:
-    """The config's data knobs as `ReadOptions` (derived from the knob declarations, `_READ_AS` renames)."""
-    given = {_READ_AS.get(k.name, k.name): getattr(config, k.name) for k in knobs(TrainConfig)
+    """The config's data knobs as `ReadOptions`, each under its declared name (`Knob.read_as`)."""
+    given = {k.read_as or k.name: getattr(config, k.name) for k in knobs(TrainConfig)
              if k.group == DATA_GROUP and k.name != "data"}
     return ReadOptions(**given, seed=config.seed or 0, batch_size=config.batch_size)
 
@@ -64,55 +63,40 @@ def recipe_for(data: PathData) -> tuple[str, str]:
     return data.kind.default_recipe(data)
 
 
-def config_for_data(data_path=None, recipe: str | None = None, log: Callable[[str], None] = print,
-                    **changes) -> tuple[TrainConfig, PathData]:
-    """The config `zoo train --data` runs, and the data read for it.
+def infer(base: TrainConfig | None, given: dict, data: PathData) -> tuple[TrainConfig, dict]:
+    """The config that trains `data`, and what was inferred for it: ``{field: Inference}`` (a builder
+    argument as ``"model_overrides.KEY"``), in the order found.
 
-    `recipe`: a recipe (name or .toml, possibly with ``data = "..."``) or None for the default of
-    the data's kind. `changes`: the values the user gave (flags); they override everything.
+    `base`: the recipe given, or None for the default of the data's kind; `given`: the values the user
+    gave (flags, keywords, the data's path as ``data``), which are never replaced.
     """
-    base = load_recipe(recipe) if recipe else None
-    data_path = data_path or (base.data if base else None)
-    if not data_path:
-        raise ValueError("No data: give a path with --data (or `data = \"PATH\"` in the recipe).")
-    # The data knobs first (they shape the reading), then the recipe's training knobs.
-    probe = TrainConfig(**{**({} if base is None else _fields(base)), **changes, "data": str(data_path)})
-    probe._validate_data_knobs()
-    data = read(probe)
-    for line in data.explain():
-        log(line)
+    found = {}
     if base is None:
         name, why = recipe_for(data)
-        base = load_recipe(name)
-        base = base.replace(recipe=name)
-        log(Inference("recipe", name, why, "--recipe").line())
-        if "model" not in changes:
-            log(Inference("model", base.model, registry.get_spec(base.model).description.rstrip("."),
-                          "--model").line())
-    overrides = {} if changes.get("model", base.model) != base.model else dict(base.model_overrides)
-    overrides.update(changes.get("model_overrides", {}))  # the recipe's overrides were for its own model
-    config = base.replace(**{**changes, "data": str(data_path), "model_overrides": overrides})
-    own_recipe = recipe is None or base.recipe.startswith("own_data/")
+        base = load_recipe(name).replace(recipe=name)
+        found["recipe"] = Inference("recipe", name, why, "--recipe")
+        if "model" not in given:
+            found["model"] = Inference("model", base.model, registry.get_spec(base.model).description.rstrip("."),
+                                       "--model")
+        own_recipe = True
+    else:
+        own_recipe = (base.recipe or "").startswith("own_data/")
+    overrides = {} if given.get("model", base.model) != base.model else dict(base.model_overrides)
+    overrides.update(given.get("model_overrides", {}))  # the recipe's overrides were for its own model
+    config = base.replace(**{**given, "model_overrides": overrides})
     train_examples = data.splits.num_examples.get("train", 0)
-    if data.kind == "table" and own_recipe and "batch_size" not in changes:
+    if data.kind == "table" and own_recipe and "batch_size" not in given:
         batch_size, why = table_batch_size(train_examples)
         config = config.replace(batch_size=batch_size)
-        log(Inference("batch size", batch_size, why, "--batch-size").line())
-    if "epochs" not in changes and own_recipe:
+        found["batch_size"] = Inference("batch size", batch_size, why, "--batch-size")
+    if "epochs" not in given and own_recipe:
         epochs, why = (table_epochs if data.kind == "table" else _epochs_for)(base.epochs, train_examples)
-        if epochs != config.epochs:
-            config = config.replace(epochs=epochs)
-        log(Inference("epochs", epochs, why, "--epochs").line())
+        config = config.replace(epochs=epochs)
+        found["epochs"] = Inference("epochs", epochs, why, "--epochs")
     for key, (value, why) in builder_arguments(config, data).items():
         if key not in config.model_overrides:
-            log(Inference(f"model {key}", value, why, f"--set {key}=...").line())
-    return config, data
-
-
-def _fields(config: TrainConfig) -> dict:
-    import dataclasses
-
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+            found[f"model_overrides.{key}"] = Inference(f"model {key}", value, why, f"--set {key}=...")
+    return config, found
 
 
 def _epochs_for(recipe_epochs: int, train_examples: int) -> tuple[int, str]:

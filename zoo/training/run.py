@@ -1,10 +1,12 @@
-"""One training run: config -> data -> model -> `fit` -> evaluate -> export.
+"""One training run: `execute(plan)` runs a `zoo.training.planner.TrainPlan`: data -> model -> `fit` -> evaluate
+-> export.
 
-`scripts/train.py` and `zoo train` are thin wrappers over `train()`, so the
-same run can be started from Python:
+`scripts/train.py` and `zoo train` are thin wrappers over `plan` then `execute`, so the same run can be
+started from Python:
 
->>> from zoo.training import load_recipe, train
->>> result = train(load_recipe("mnist_fast", epochs=1))
+>>> from zoo.training import execute, load_recipe, plan, train
+>>> result = execute(plan("mnist_fast", epochs=1))
+>>> result = train(load_recipe("mnist_fast", epochs=1))   # the same, from a config
 """
 
 from __future__ import annotations
@@ -22,12 +24,11 @@ from pathlib import Path
 import keras
 import numpy as np
 
-import zoo.data
 from zoo.data import batches
 from zoo.errors import ZooError
 from zoo.run_dir import RunDir
-from zoo.training import augment, backends, baselines, distribute, features, multi_worker, thread_pools
-from zoo.training.builders import build_and_compile, load_splits, load_train, task_of
+from zoo.training import backends, baselines, distribute, multi_worker, thread_pools
+from zoo.training.builders import build_and_compile, load_splits, load_train
 from zoo.training.callbacks import (
     NonFiniteGuard,
     NonFiniteLossError,
@@ -54,7 +55,7 @@ class TrainResult:
     export_path: Path | None
     run_dir: Path
     resumed_from: dict | None = None  # the backup position this run continued from
-    data: object | None = None  # your own data (zoo.data.PathData) when trained with `data`
+    data: object | None = None  # the data trained on (a zoo.data.source.DataSource: zoo.data.PathData for your own)
     weights_report: object = None  # zoo.architectures.weights.LoadReport, with --weights
     preset: object = None  # zoo.core.presets.Preset, with --save-preset
     epochs_run: int = 0  # epochs trained in this run
@@ -66,19 +67,24 @@ class TrainResult:
 
 
 def train(config: TrainConfig, data=None) -> TrainResult:
-    """Trains, evaluates on the full test split and exports; see `TrainConfig`.
+    """Trains, evaluates on the full test split and exports; see `TrainConfig`: `execute(plan(config, data))`.
 
     With `config.data` (a path) the run trains on your own data (`zoo.training.own_data`);
-    `data` is that path already read (`own_data.config_for_data` returns both).
+    `data` is that data already read (a `zoo.data.source.DataSource`, e.g. `planner.config_for_data`'s).
 
-    Every name, number and path is checked, and the data located, before
-    anything is written.
+    Every name, number and path is checked, and the data located, before anything is written
+    (`zoo.training.planner.plan`).
     """
-    config.validate()
-    augment.parse(config.augment)
-    if config.baseline:
-        baselines.get(config.baseline)
-    backend = backends.use(config.backend)  # Keras is imported: this checks it runs the backend asked for
+    from zoo.training.planner import plan
+
+    return execute(plan(config, data))
+
+
+def execute(plan) -> TrainResult:
+    """Runs a `zoo.training.planner.TrainPlan`: data -> model -> `fit` -> evaluate -> export. The plan was
+    checked when it was made; nothing here checks it again."""
+    config, data, info = plan.config, plan.data, plan.info
+    backend = plan.backend
     # The thread pool and the strategy first: both must be set before anything initializes the backend.
     thread_pools.set_intra_op_threads(config.intra_op_threads)
     strategy = distribute.strategy(config.strategy)
@@ -87,18 +93,6 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     if config.deterministic:
         backends.determinism(config.seed is not None)  # fixed op order and algorithms: bitwise identical runs
     is_chief = distribute.is_chief(strategy)
-    if config.data and data is None:
-        from zoo.training import own_data
-
-        data = own_data.read(config)
-    if data is not None:
-        if backend not in data.kind.backends(data):
-            raise ZooError(f"{data.path}: this {data.kind} data trains on the {' or '.join(data.kind.backends(data))} "
-                           f"backend only, not {backend}: its model takes strings ({data.raw_input.describe()}), and "
-                           f"strings flow through TensorFlow tensors only. Use --backend tensorflow.")
-        info = data.dataset_info()
-    else:
-        info = zoo.data.dataset_info(config.dataset, data_dir=config.data_dir)
 
     def splits():
         train, val, test = load_splits(config, data)
@@ -111,16 +105,16 @@ def train(config: TrainConfig, data=None) -> TrainResult:
     train_ds, val_ds, test_ds = splits()
     steps_per_epoch = batches.steps_per_epoch(train_ds)
     if steps_per_epoch == 0:
-        raise ValueError(f"Split {config.train_split!r} of {config.data or config.dataset!r} is empty.")
+        raise ValueError(f"The train split of {data.name!r} is empty.")
     exact_resume = steps_per_epoch is not None
     if steps_per_epoch is None:  # unknown cardinality
-        n = info.splits.get(config.train_split)
+        n = data.size("train")
         steps_per_epoch = math.ceil(n / config.batch_size) if n else None
 
     run = RunDir(config.run_dir)
     run_dir = run.path
     if is_chief:
-        run.create().record(_record(config, strategy))
+        run.create().record(_record(config, strategy, data))
     with distribute.activated(strategy):
         with strategy.scope():
             model = build_and_compile(config, info.input_shape, info.output_units, steps_per_epoch, data=data)
@@ -133,10 +127,9 @@ def train(config: TrainConfig, data=None) -> TrainResult:
                 raise ZooError(f"Sanity check failed: {report}")
             print(f"sanity check: {report}")
 
-        task = get_task(task_of(config, data))
-        # Your own data: early stopping and the best checkpoint follow the loss. Validation splits of a few
-        # dozen rows make accuracy a coarse, tied signal (breast_cancer: stopped at epoch 4 of 35, 84% test).
-        name, mode = ("loss", "min") if data is not None and config.target is None else (task.monitor, task.mode)
+        task = get_task(plan.task)
+        # Your own data: early stopping and the best checkpoint follow the loss (`DataSource.follows_loss`).
+        name, mode = ("loss", "min") if data.follows_loss and config.target is None else (task.monitor, task.mode)
         monitor = f"val_{name}" if val_ds is not None else name
         clock = WallClock(monitor=monitor, target=config.target, mode=mode)
         guard = NonFiniteGuard(steps_per_epoch)
@@ -178,8 +171,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
             )
         kept, kept_value, stopped_because = kept_epoch(callbacks)
         for f in getattr(model, "train_features", ()):
-            if isinstance(f, features.EMA):
-                f.copy_to_model()  # evaluate and export the averaged weights
+            f.after_fit(model)  # e.g. EMA: evaluate and export the averaged weights
         if is_chief:
             with outside_distribution():
                 model.save(run.last)
@@ -193,7 +185,7 @@ def train(config: TrainConfig, data=None) -> TrainResult:
         export_path, note = _publish(model, run.last, config, test_ds if test_ds is not None else val_ds)
         notes += [note] if note else []
     test_metrics = {k: float(v) for k, v in test_metrics.items()}
-    preset = save_run_preset(model, config, test_metrics) if config.save_preset and is_chief else None
+    preset = save_run_preset(model, config, test_metrics, data) if config.save_preset and is_chief else None
     return TrainResult(
         config=config,
         model=model,
@@ -221,11 +213,13 @@ def _feature_callbacks(model) -> list:
     return model.feature_callbacks() if hasattr(model, "feature_callbacks") else []
 
 
-def _record(config: TrainConfig, strategy) -> dict:
-    """The run folder's record (`RunDir.record`): the config as run (the backend filled in), the backend's
-    versions and devices, the strategy, when it started."""
+def _record(config: TrainConfig, strategy, data) -> dict:
+    """The run folder's record (`RunDir.record`): the config as run (the backend filled in), the data
+    (`DataSource.record`: what it is, and how an export reads it again), the backend's versions and devices,
+    the strategy, when it started."""
     return {
         "config": {**dataclasses.asdict(config), "backend": backends.current()},
+        "data": data.record(),
         "backend": backends.describe(),
         "strategy": {"name": config.strategy, "replicas": int(strategy.num_replicas_in_sync),
                      "processes": getattr(strategy, "process_count", None) or _tf_workers(strategy)},
@@ -290,21 +284,19 @@ def _publish_child(keras_file: str, export_dir: str, name: str, warmup: str | No
     print(publish_saved_model(model, export_dir, name, warmup_data=x))
 
 
-def save_run_preset(model, config: TrainConfig, test_metrics: dict):
-    """The finished run's weights as preset `config.save_preset`, with its recipe, data and test metrics."""
+def save_run_preset(model, config: TrainConfig, test_metrics: dict, data):
+    """The finished run's weights as preset `config.save_preset`, with its recipe, data (`DataSource.record`)
+    and test metrics."""
     from zoo.core import presets
 
-    data = {"dataset": config.dataset, "train_split": config.train_split, "test_split": config.test_split,
-            "backend": backends.current()}
-    if config.data:  # your own data: its path and how it was read (zoo.training.own_data)
-        data = {"data": str(config.data), "splits": "train, with validation and test held out"}
+    facts = {**data.record(), "backend": backends.current()}
     if config.weights:
-        data["started_from"] = str(config.weights)
-    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({config.dataset})"
+        facts["started_from"] = str(config.weights)
+    license = config.preset_license or f"unspecified: the weights inherit the terms of the training data ({data.name})"
     return presets.save_preset(
-        model, config.save_preset, recipe={**dataclasses.asdict(config), "backend": backends.current()}, data=data,
+        model, config.save_preset, recipe={**dataclasses.asdict(config), "backend": backends.current()}, data=facts,
         metrics={f"test_{k}": v for k, v in test_metrics.items()}, license=license,
-        description=config.description or f"{config.model} trained on {config.dataset} ({config.recipe or 'no recipe'})",
+        description=config.description or f"{config.model} trained on {data.name} ({config.recipe or 'no recipe'})",
     )
 
 

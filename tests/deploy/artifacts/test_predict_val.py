@@ -31,7 +31,7 @@ def _png(path, array):
 @pytest.fixture(scope="module")
 def image_model(tmp_path_factory):
     """(model, data folder, test files): an untrained convnet for 8x8 RGB images of 3 classes."""
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     root = tmp_path_factory.mktemp("images") / "shapes"
     rng = np.random.default_rng(0)
@@ -41,7 +41,7 @@ def image_model(tmp_path_factory):
                 a = rng.integers(0, 120, (8, 8, 3))
                 a[..., tint] += 120
                 _png(root / split / c / f"{i}.png", a)
-    config, data = own_data.config_for_data(str(root), log=lambda line: None, model_overrides={"filters": [4, 8]})
+    config, data = planner.config_for_data(str(root), log=lambda line: None, model_overrides={"filters": [4, 8]})
     model = own_data.build_model(config, data)
     return model, root, data.splits.files["test"]
 
@@ -171,13 +171,13 @@ def test_val_matches_sklearn_and_keras_evaluate(exported, image_model, tmp_path)
 
 
 def test_table_regressor_predicts_rows_in_the_target_units(tmp_path):
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"area": rng.normal(80, 20, 60), "floor": rng.integers(0, 9, 60)})
     frame["price"] = frame["area"] * 3000.0 + rng.normal(0, 1000, 60)
     frame.to_csv(tmp_path / "flats.csv", index=False)
-    config, data = own_data.config_for_data(str(tmp_path / "flats.csv"), target="price", log=lambda line: None)
+    config, data = planner.config_for_data(str(tmp_path / "flats.csv"), target_column="price", log=lambda line: None)
     model = own_data.build_model(config, data)
     model.save(tmp_path / "m.keras")
     rows = frame.drop(columns="price").iloc[:5]

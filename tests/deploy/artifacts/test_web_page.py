@@ -36,26 +36,26 @@ pytestmark = [
 def _cnn(tmp_path):
     from PIL import Image
 
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     rng = np.random.default_rng(0)
     for c in ("a", "b", "c"):
         for i in range(4):
             (tmp_path / "img" / c).mkdir(parents=True, exist_ok=True)
             Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(tmp_path / "img" / c / f"{i}.png")
-    config, data = own_data.config_for_data(str(tmp_path / "img"), log=lambda line: None,
+    config, data = planner.config_for_data(str(tmp_path / "img"), log=lambda line: None,
                                             model_overrides={"filters": [4, 8]})
     x = rng.uniform(0, 255, (3, 8, 8, 3)).astype(np.float32)
     return own_data.build_model(config, data), x
 
 
 def _lstm(tmp_path):
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     days = pd.date_range("2022-01-01", periods=160, freq="D")
     values = 500 + 40 * np.sin(np.arange(160) / 6.0)
     pd.DataFrame({"date": days, "sales": values}).to_csv(tmp_path / "sales.csv", index=False)
-    config, data = own_data.config_for_data(str(tmp_path / "sales.csv"), horizon=2, window=12,
+    config, data = planner.config_for_data(str(tmp_path / "sales.csv"), horizon=2, window=12,
                                             log=lambda line: None)
     x = np.stack([values[i:i + 12] for i in (0, 40, 90)])[..., None].astype(np.float32)
     return own_data.build_model(config, data), x

@@ -38,9 +38,9 @@ NO_TEXT_COLUMNS = {"openvino"}
 
 
 def _export(tmp_path, categorical: bool, formats):
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
-    config, data = own_data.config_for_data(str(_table(tmp_path, categorical)), log=lambda line: None,
+    config, data = planner.config_for_data(str(_table(tmp_path, categorical)), log=lambda line: None,
                                             model_overrides={"width": 16, "depth": 1})
     assert config.model == "tabular_mlp"
     model = own_data.build_model(config, data)
@@ -70,10 +70,10 @@ def test_a_saved_table_default_loads_and_predicts_in_a_fresh_process(tmp_path):
     import sys
     from pathlib import Path
 
-    from zoo.training import own_data
+    from zoo.training import own_data, planner
 
     csv = _table(tmp_path, categorical=False)
-    config, data = own_data.config_for_data(str(csv), log=lambda line: None, model_overrides={"width": 16})
+    config, data = planner.config_for_data(str(csv), log=lambda line: None, model_overrides={"width": 16})
     model = own_data.build_model(config, data)
     model.save(tmp_path / "m.keras")
     rows = pd.read_csv(csv).drop(columns="label").iloc[:4]

@@ -2,8 +2,8 @@
 
 avg <- decay * avg + (1 - decay) * w after every applied update. With EMA on,
 validation inside `fit` runs on the averaged weights (`EMAForEvaluation`
-swaps them in and back), and `zoo.training.run` copies them into the model
-before the final evaluation and the export.
+swaps them in and back), and after `fit` (`after_fit`) they are copied into the
+model for the final evaluation and the export.
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ class EMA(TrainFeature):
     def copy_to_model(self):
         for avg, v in zip(self.averages, self._model_vars):
             v.assign(keras.ops.convert_to_numpy(avg))
+
+    def after_fit(self, model):
+        self.copy_to_model()  # the final evaluation and the export see the averaged weights
 
     def state_variables(self):
         return list(self.averages)
