@@ -126,10 +126,10 @@ class ExportData:
     def from_run(cls, run, model, *, max_test_samples: int | None = None) -> "ExportData | None":
         """The data `model` was trained on, read again as it was, or None where nothing records any.
 
-        First found: the model's own record of its data (`zoo train --data`: the path and how it was read, in
-        its metadata), read again by `from_path`; then the run folder's record of a registered dataset
-        (`zoo train --dataset`; `run` a `zoo.run_dir.RunDir`, a path, or None), read by `from_dataset` with
-        the run's own test and train splits.
+        First found: the run folder's record of how an export reads its data (`run` a `zoo.run_dir.RunDir`, a
+        path, or None; `zoo.data.DataSource.export_data`, recorded by `zoo train`: a registered dataset's name
+        and splits for `from_dataset`, or your data's path for `from_path`); then, for a model without its run
+        folder, the model's own record of the path it was trained on (its metadata), read by `from_path`.
 
         Raises:
             DataError: the recorded path is not there any more.
@@ -138,16 +138,16 @@ class ExportData:
         from zoo.errors import DataError
         from zoo.run_dir import RunDir
 
-        meta = None if model is None else of_model(model)
-        path = (meta.source or {}).get("data") if meta else None
-        if path:
+        how = dict(((RunDir(run).read().get("data") or {}).get("export") or {}) if run is not None else {})
+        meta = None if model is None or how else of_model(model)
+        if meta is not None and (meta.source or {}).get("data"):
+            how = {"path": meta.source["data"]}
+        if "dataset" in how:
+            return cls.from_dataset(how.pop("dataset"), **how, max_test_samples=max_test_samples)
+        if "path" in how:
+            path = how.pop("path")
             if not os.path.exists(path):
                 raise DataError(f"{model.name} was trained on {path}, which is not there any more; give the data to "
                                 "use (--data PATH or --dataset NAME, or data= in Python).")
-            return cls.from_path(path, model, max_test_samples=max_test_samples)
-        config = RunDir(run).config() if run is not None else {}
-        if config.get("dataset") and not config.get("data"):
-            return cls.from_dataset(config["dataset"], test_split=config.get("test_split") or "test",
-                                    calibration_split=config.get("train_split") or "train",
-                                    data_dir=config.get("data_dir"), max_test_samples=max_test_samples)
+            return cls.from_path(path, model, **how, max_test_samples=max_test_samples)
         return None
