@@ -183,4 +183,4 @@ def load_train(config: TrainConfig, data=None, stream_from: int | None = None):
         ds = data.splits.dataset("train", **batching)
     else:
         ds = zoo.data.load(config.dataset, config.train_split, data_dir=config.data_dir, **batching)
-    return augment.apply(ds, config.augment, seed=config.seed)
+    return augment.apply(ds, config.augment, seed=config.seed, start=stream_from)
