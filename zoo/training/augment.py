@@ -9,7 +9,6 @@ compute in the backend's own ops there).
 
 from __future__ import annotations
 
-import functools
 import random
 
 import keras
