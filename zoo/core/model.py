@@ -184,10 +184,11 @@ class ZooModel(trainers.for_backend(), keras.Model):
         return list(plan.features) if plan else []
 
     def training_state_variables(self) -> list:
-        """Everything a resumable checkpoint saves: weights, optimizer slots and counters, feature state."""
+        """Everything a resumable checkpoint saves: weights, the random layers' seed states (`variables`
+        is `weights` and those), optimizer slots and counters, feature state."""
         plan = getattr(self, "_zoo_plan", None)
         extra = plan.state_variables() if plan else []
-        return [*self.weights, *self.optimizer.variables, *extra]
+        return [*self.variables, *self.optimizer.variables, *extra]
 
     def feature_callbacks(self) -> list:
         plan = getattr(self, "_zoo_plan", None)

@@ -195,7 +195,8 @@ class ArrayBatches(keras.utils.PyDataset):
         batching: the `Batching` (its `cache` does not apply: the rows are in memory already).
         preprocess: a `Preprocess` whose NumPy form maps each whole batch, or None.
         shuffle: whether this split is shuffled (`batching.shuffle` resolved for the split).
-        augment: a callable applied to each training batch's x after `preprocess` (Keras random layers).
+        augment: `augment(x, batch)` applied to each training batch's x after `preprocess` (Keras random
+            layers); `batch` is its number in the stream (`skip + i`), which keys its random draws.
 
     Use it as Keras uses a `PyDataset`: `len(batches)` batches per epoch, `batches[i]`; `stream(skip)`
     is the endless stream from global batch `skip` (exact resume); `shard(index, count)` the rows of
@@ -304,7 +305,7 @@ class ArrayBatches(keras.utils.PyDataset):
             batch = self.preprocess.numpy(*batch) if isinstance(batch, tuple) else self.preprocess.numpy(batch)
         if self.augment is not None:
             x, *rest = batch
-            batch = (self.augment(x), *rest)
+            batch = (self.augment(x, self.skip + i), *rest)
         if weights is not None:
             batch = (*batch, weights) if isinstance(batch, tuple) else (batch, None, weights)
         return batch

@@ -9,9 +9,12 @@ compute in the backend's own ops there).
 
 from __future__ import annotations
 
+import random
+
 import keras
 import numpy as np
 
+from zoo.core.seeds import Keyed
 from zoo.data.batches import ArrayBatches
 from zoo.errors import UnknownNameError
 
@@ -40,14 +43,73 @@ def parse(specs) -> list[tuple[str, float]]:
     return parsed
 
 
-def apply(ds, specs, seed: int | None = None):
-    """Maps the augmentations over a batched `(x, y)` training dataset (`tf.data` or `ArrayBatches`)."""
+def apply(ds, specs, seed: int | None = None, start: int | None = None):
+    """Maps the augmentations over a batched `(x, y)` training dataset (`tf.data` or `ArrayBatches`).
+
+    With `start`, `ds` is the train split's stream from global batch `start` (`zoo.data.batches`), and
+    the draws of global batch `g` are keyed by `(seed, g)` (`zoo.core.seeds`): a resumed run's stream,
+    which starts past the batches already trained on, augments every batch as the uninterrupted run
+    did, with no generator state to back up. Without it (one epoch, iterated again every epoch) the
+    layers draw from their own generators, anew each epoch.
+    """
     parsed = parse(specs)
     if not parsed:
         return ds
-    pipeline = keras.Sequential([_LAYERS[n](a, seed) for n, a in parsed], name="augment")
-    if isinstance(ds, ArrayBatches):
-        return ds.with_augment(lambda x: np.asarray(keras.ops.convert_to_numpy(pipeline(x, training=True))))
+    layers = [_LAYERS[n](a, seed) for n, a in parsed]
+    if start is None:
+        pipeline = keras.Sequential(layers, name="augment")
+
+        def augment(x, batch):
+            return pipeline(x, training=True)
+    else:
+        base = (seed if seed is not None else random.randrange(_KEY_RANGE)) % _KEY_RANGE
+
+        def augment(x, batch):
+            return _keyed(layers, base, x, batch)
+
+    if isinstance(ds, ArrayBatches):  # it passes each batch's number in its stream
+        return ds.with_augment(lambda x, batch: np.asarray(keras.ops.convert_to_numpy(augment(x, batch))))
     import tensorflow as tf
 
-    return ds.map(lambda x, y: (pipeline(x, training=True), y), num_parallel_calls=tf.data.AUTOTUNE)
+    if start is None:
+        return ds.map(lambda x, y: (augment(x, None), y), num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.enumerate(start).map(lambda g, xy: (augment(xy[0], g), xy[1]), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+_KEY_RANGE = 2**31 - 1  # a key's two numbers: non-negative and below every backend's seed bound (int32)
+_DRAWS = 2**8  # keys one batch draws apart (each layer draws one or two)
+
+
+def _keyed(layers, base: int, x, batch):
+    """`layers` applied to the batch `x` of global batch `batch`, their draws keyed by `(base, batch)`.
+
+    A layer's own `call` draws from its generator; its `get_random_transformation(seed=...)` draws from the
+    one given, and `transform_images` applies the draw, as `call` does with them. In a `tf.data` map the
+    layers compute in TensorFlow whatever the backend (as Keras' `DataLayer.__call__` makes them).
+    """
+    import keras.src.backend
+
+    in_graph = not isinstance(batch, (int, np.integer))  # a tf.data map's batch number is a tensor
+    if in_graph:
+        import tensorflow as tf
+
+        def keys(draw):
+            second = tf.math.floormod(tf.cast(batch, tf.int64) * _DRAWS + draw, _KEY_RANGE)
+            return tf.stack([tf.constant(base, tf.int64), second])
+    else:
+        def keys(draw):
+            return keras.ops.convert_to_tensor([base, (batch * _DRAWS + draw) % _KEY_RANGE],
+                                               keras.src.backend.random_seed_dtype())
+
+    generator = Keyed(keys)
+    for layer in layers:
+        if in_graph:
+            layer.backend.set_backend("tensorflow")
+        try:
+            transformation = layer.get_random_transformation(x, training=True, seed=generator)
+            x = layer.transform_images(x, transformation, training=True)
+        finally:
+            if in_graph:
+                layer.backend.reset()
+    return x
+

@@ -172,4 +172,4 @@ def load_train(config: TrainConfig, data=None, stream_from: int | None = None):
     global batch on (`zoo.data.batches`): what `fit` is fed, the same batches however often it is iterated."""
     data = data or data_source(config)
     ds = data.batches("train", batch_size=config.batch_size, seed=config.seed, shuffle=True, stream_from=stream_from)
-    return augment.apply(ds, config.augment, seed=config.seed)
+    return augment.apply(ds, config.augment, seed=config.seed, start=stream_from)

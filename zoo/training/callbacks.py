@@ -152,12 +152,16 @@ class ResumableBackup(keras.callbacks.Callback):
     """Saves the whole training state every `save_every` steps and at each epoch end; restores it.
 
     The state is every variable of `model.training_state_variables()` (weights,
-    optimizer slots and iteration count, hence the learning-rate schedule,
-    train_step feature state) plus the epoch and the step within it, written
-    to `state.npz` through a temporary file and an atomic rename, so a SIGKILL
-    at any moment leaves the previous state intact. Unlike Keras'
-    `BackupAndRestore` it records the position inside an epoch, so a run
-    killed mid-epoch continues from the next batch (see `zoo.training.run`).
+    the random layers' seed states, optimizer slots and iteration count, hence
+    the learning-rate schedule, train_step feature state), the state of Keras'
+    global seed generator where something drew from it, and the epoch and the
+    step within it, written to `state.npz` through a temporary file and an
+    atomic rename, so a SIGKILL at any moment leaves the previous state intact.
+    Unlike Keras' `BackupAndRestore` it records the position inside an epoch, so
+    a run killed mid-epoch continues from the next batch (see `zoo.training.run`).
+    The input pipeline keeps no random state to save: the stream's order is
+    drawn from (seed, epoch) and its augmentations from (seed, global batch)
+    (`zoo.data.batches`, `zoo.training.augment`), so the position is its state.
     With `write=False` (a non-chief multi-worker task) it only restores.
     """
 
@@ -186,7 +190,18 @@ class ResumableBackup(keras.callbacks.Callback):
     def _state_variables(model):
         if hasattr(model, "training_state_variables"):
             return model.training_state_variables()
-        return [*model.weights, *model.optimizer.variables]
+        return [*model.variables, *model.optimizer.variables]  # `variables`: the weights and the seed states
+
+    GLOBAL_SEED = "global_seed"  # the npz entry of Keras' global seed generator's state
+
+    @staticmethod
+    def _global_seed_generator(create: bool = False):
+        """The generator `keras.random` draws from when given no seed (None until something did)."""
+        from keras.src.random import seed_generator
+
+        if create:
+            return seed_generator.global_seed_generator()
+        return seed_generator.global_state.get_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR)
 
     def restore(self, model) -> dict | None:
         """Loads the saved state into `model` (built and compiled); returns the position, or None."""
@@ -195,6 +210,7 @@ class ResumableBackup(keras.callbacks.Callback):
         with np.load(self.path) as data:
             meta = json.loads(str(data["meta"]))
             values = [data[f"v{i}"] for i in range(meta["count"])]
+            global_seed = data[self.GLOBAL_SEED] if self.GLOBAL_SEED in data.files else None
         optimizer = getattr(model, "optimizer", None)
         if optimizer is not None and not optimizer.built:  # Keras builds it at the first step otherwise
             optimizer.build(model.trainable_variables)
@@ -207,6 +223,8 @@ class ResumableBackup(keras.callbacks.Callback):
             )
         for v, a in zip(variables, values):
             v.assign(a)
+        if global_seed is not None:
+            self._global_seed_generator(create=True).state.assign(global_seed)
         self.epoch, self.step_in_epoch, self.global_step = meta["epoch"], meta["step_in_epoch"], meta["global_step"]
         self.last_saved_step = self.global_step
         return meta
@@ -219,10 +237,12 @@ class ResumableBackup(keras.callbacks.Callback):
             return  # never replace a good checkpoint with a broken state
         meta = {"epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "global_step": self.global_step,
                 "count": len(values)}
+        generator = self._global_seed_generator()
+        extra = {} if generator is None else {self.GLOBAL_SEED: np.asarray(keras.ops.convert_to_numpy(generator.state))}
         self.backup_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.backup_dir / f".{self.FILE}.tmp"
         with open(tmp, "wb") as f:
-            np.savez(f, meta=json.dumps(meta), **{f"v{i}": a for i, a in enumerate(values)})
+            np.savez(f, meta=json.dumps(meta), **{f"v{i}": a for i, a in enumerate(values)}, **extra)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)

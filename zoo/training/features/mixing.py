@@ -14,29 +14,16 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from zoo.core.seeds import Keyed
 from zoo.core.train_step import Batch, TrainFeature
 
 
-class _Key(keras.random.SeedGenerator):
-    """A fixed seed for `keras.random`'s stateless draws on every backend.
-
-    `keras.random` takes an int (constant, so not per step) or a `SeedGenerator` (whose state would
-    have to be checkpointed and would differ between replicas); a generator whose `next()` returns a
-    key computed from (seed, step) gives the stateless draw each backend's own function makes from it
-    (`tf.random.stateless_*`, `jax.random` with that key, a seeded `torch.Generator`).
-    """
-
-    def __init__(self, key):  # no state variable: nothing to save or sync
-        self._key = key
-
-    def next(self, ordered=True):
-        return self._key
-
-
 def _key(seed, offset=(0, 0)):
+    """The fixed key `seed + offset` for one draw (`zoo.core.seeds.Keyed`)."""
     from keras.src.backend import random_seed_dtype
 
-    return _Key(ops.cast(seed + ops.convert_to_tensor(offset, seed.dtype), random_seed_dtype()))
+    key = ops.cast(seed + ops.convert_to_tensor(offset, seed.dtype), random_seed_dtype())
+    return Keyed(lambda draw: key)
 
 
 def _neighbour(t):
