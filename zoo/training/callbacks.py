@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shutil
 import sys
 import time
@@ -15,6 +14,7 @@ import keras
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.fileio import atomic_write
 from zoo.run_dir import RunDir
 
 
@@ -155,8 +155,8 @@ class ResumableBackup(keras.callbacks.Callback):
     the random layers' seed states, optimizer slots and iteration count, hence
     the learning-rate schedule, train_step feature state), the state of Keras'
     global seed generator where something drew from it, and the epoch and the
-    step within it, written to `state.npz` through a temporary file and an
-    atomic rename, so a SIGKILL at any moment leaves the previous state intact.
+    step within it, written to `state.npz` atomically (`zoo.fileio.atomic_write`),
+    so a SIGKILL at any moment leaves the previous state intact.
     Unlike Keras' `BackupAndRestore` it records the position inside an epoch, so
     a run killed mid-epoch continues from the next batch (see `zoo.training.run`).
     The input pipeline keeps no random state to save: the stream's order is
@@ -240,12 +240,8 @@ class ResumableBackup(keras.callbacks.Callback):
         generator = self._global_seed_generator()
         extra = {} if generator is None else {self.GLOBAL_SEED: np.asarray(keras.ops.convert_to_numpy(generator.state))}
         self.backup_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.backup_dir / f".{self.FILE}.tmp"
-        with open(tmp, "wb") as f:
-            np.savez(f, meta=json.dumps(meta), **{f"v{i}": a for i, a in enumerate(values)}, **extra)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, lambda f: np.savez(f, meta=json.dumps(meta), **{f"v{i}": a for i, a in enumerate(values)},
+                                                   **extra))
         self.last_saved_step = self.global_step
 
     def _tripped(self) -> bool:
