@@ -50,8 +50,8 @@ def resolve_jit_compile(setting: str | bool) -> bool:
     """What "auto" means per backend.
 
     - TensorFlow: XLA on accelerators only. Keras' own "auto" turns XLA on for every device, but XLA's
-      CPU convolutions are several times slower than oneDNN's: measured here, `convnet_bn` trains at
-      29 s/epoch with XLA and 7 s/epoch without on 2 cores (`scripts/benchmark.py` re-measures this).
+      CPU convolutions are several times slower than oneDNN's (`results/layers/README.md`;
+      `scripts/benchmark.py` re-measures this).
     - JAX: always `jax.jit` (XLA is JAX's only compiler; off means op-by-op dispatch).
     - PyTorch: eager, as Keras' "auto" (True would be `torch.compile`, whose compile time a CPU run
       does not win back).

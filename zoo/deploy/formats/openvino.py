@@ -144,8 +144,8 @@ def convert(conversion) -> Converted:
 
 class OpenVINORunner(Runner):
     """The IR compiled for the CPU once per input shape: the IR keeps a dynamic batch axis, and the CPU plugin
-    runs a static shape several times faster than a dynamic one (measured on resnet20: 3.3 ms vs 0.4 ms at
-    batch 1), so each batch size gets its own compiled model, cached."""
+    runs a static shape several times faster than a dynamic one (`results/layers/README.md`), so each batch
+    size gets its own compiled model, cached."""
 
     runtime = "OpenVINO Runtime (CPU plugin, f32 inference precision)"
 

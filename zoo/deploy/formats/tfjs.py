@@ -262,7 +262,7 @@ def node_runtime() -> tuple[str, str]:
 class TFJSRunner(Runner):
     runtime = "@tensorflow/tfjs in Node"
 
-    BACKENDS = ("wasm", "cpu")  # wasm is ~7x faster; cpu runs what wasm cannot (RNN TensorList graphs)
+    BACKENDS = ("wasm", "cpu")  # wasm first (faster: results/layers/README.md); cpu runs what wasm cannot (RNN TensorList graphs)
 
     def __init__(self, path, backends=BACKENDS):
         """`backends` to try in order: wasm, and the pure-JS cpu backend where wasm cannot run the graph

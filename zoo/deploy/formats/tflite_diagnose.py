@@ -75,7 +75,7 @@ def unsupported_ops(traced) -> list[OpGap]:
         converter = tf.lite.TFLiteConverter.from_concrete_functions([traced.concrete_function], traced.model)
     else:
         # The frozen graph with its weights as one-value (splat) constants: the same ops, shapes and names,
-        # without the megabytes the converter would copy and fold (ConvNeXt-T: 9.1 s -> 3.8 s), and no
+        # without the megabytes the converter would copy and fold (results/layers/README.md), and no
         # SavedModel written and retraced.
         function, holder = _weightless(traced)
         converter = tf.lite.TFLiteConverter.from_concrete_functions([function], holder)
