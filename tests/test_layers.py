@@ -219,6 +219,20 @@ def _heavy(modules) -> list[str]:
     return sorted(m for m in modules if m.split(".")[0] in ("tensorflow", "keras", "jax", "torch"))
 
 
+# A tiny image folder made in the probe's interpreter (train/<class>/*.png), then `import zoo.cli`.
+_IMAGE_FOLDER = """
+import os, tempfile
+from PIL import Image
+scratch = tempfile.TemporaryDirectory()  # removed when the probe exits
+folder = scratch.name
+for label in ("a", "b"):
+    os.makedirs(os.path.join(folder, "train", label))
+    for i in range(6):
+        Image.new("L", (8, 8), 40 * i).save(os.path.join(folder, "train", label, f"{i}.png"))
+import zoo.cli
+"""
+
+
 @pytest.mark.parametrize("code", [
     "import zoo",
     "import zoo.training.config, zoo.training.knobs",
@@ -230,6 +244,9 @@ def _heavy(modules) -> list[str]:
     # `zoo list` and `zoo info` read the registrations' recorded facts (zoo/architectures/catalog.json).
     "import zoo.cli; zoo.cli.main(['list'])",
     "import zoo.cli; zoo.cli.main(['info', 'resnet50'])",
+    # `zoo train --data FOLDER --dry-run` plans from the folder's facts, the recipe and the catalog (issue 39).
+    _IMAGE_FOLDER + "zoo.cli.main(['train', '--data', folder, '--dry-run'])",
+    _IMAGE_FOLDER + "zoo.cli.main(['train', '--data', folder, '--dry-run', '--backend', 'jax', '--augment', 'flip'])",
 ])
 def test_light_entry_points_do_not_import_tensorflow(code):
     assert _heavy(_loaded_after(code)) == []

@@ -49,7 +49,6 @@ _KERAS_CLASSES = (
     "zoo.architectures.numeric_embedding",
     "zoo.architectures.ensemble",
     "zoo.data.table_scaling",
-    "zoo.data.raw_input",
     "zoo.quantization.layers",
     "zoo.deploy.formats.mobile",
     "zoo.core.fused_optimizers",

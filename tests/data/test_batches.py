@@ -1,4 +1,4 @@
-"""The batch source without TensorFlow (`zoo.data.batches.ArrayBatches`) against the tf.data pipeline it stands
+"""The batch source without TensorFlow (`zoo.data.array_batches.ArrayBatches`) against the tf.data pipeline it stands
 in for on JAX and PyTorch; its NumPy preprocessing against the TensorFlow forms; Pillow decoding against
 TensorFlow's; MNIST's arrays file against the prepared TFDS dataset."""
 
@@ -9,7 +9,8 @@ import tensorflow as tf
 import zoo.data
 from tests.data.test_datasets import fake_mnist_dir  # noqa: F401 (a fixture)
 from zoo.data import batches, image_folder, memory, mnist_local, preprocessing
-from zoo.data.batches import ArrayBatches, Batching
+from zoo.data.array_batches import ArrayBatches
+from zoo.data.batches import Batching
 
 
 def rows(n=50):

@@ -4,7 +4,8 @@
 import numpy as np
 import pytest
 
-from zoo.data.batches import ArrayBatches, Batching
+from zoo.data.array_batches import ArrayBatches
+from zoo.data.batches import Batching
 from zoo.data.memory import Arrays, from_memory
 from zoo.training import augment
 

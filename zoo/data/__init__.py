@@ -1,7 +1,7 @@
 """zoo.data: datasets as fast batches that feed ``model.fit`` on every Keras backend.
 
 On TensorFlow they are ``tf.data`` pipelines; on JAX and PyTorch, splits held in memory are served by
-`zoo.data.batches.ArrayBatches` (NumPy, no TensorFlow imported). How a split is batched is one
+`zoo.data.array_batches.ArrayBatches` (NumPy, no TensorFlow imported). How a split is batched is one
 `Batching`; the kinds of your own data are `zoo.data.kinds`; `ReadOptions` is how to read a path.
 
     import zoo.data
@@ -30,72 +30,38 @@ TFDS is the first source: any TFDS dataset prepared in the data dir loads by
 name; the datasets in :func:`list_datasets` get zoo's preprocessing and an
 offline ``prepare``. When a dataset is neither prepared nor downloadable, zoo
 fails within seconds with :class:`zoo.errors.DatasetUnavailableError`.
+
+The names below are imported on first use (PEP 562, `zoo.lazy`), so that reading your own data's facts
+(`zoo train --data PATH --dry-run`, `zoo.data.source`) imports neither Keras nor TensorFlow. The datasets
+registered beside the registry are registered on its first lookup (`zoo.data.registry`).
 """
 
-from zoo.data import bundled, kinds, mnist_digits, moby_dick  # noqa: F401  (register their datasets)
-from zoo.data.batches import ArrayBatches, Batching, Preprocess
-from zoo.data.image_folder import ImageFolderData, from_image_folder
-from zoo.data.loading import (
-    DatasetInfo,
-    dataset_info,
-    default_data_dir,
-    list_datasets,
-    load,
-    load_splits,
-    prepare,
-)
-from zoo.data.path_data import Inference, PathData, from_path
-from zoo.data.reading import ReadOptions
-from zoo.data.source import DataSource, RegisteredData
-from zoo.data.path_info import PathInfo, describe_path
-from zoo.data.pipeline import from_arrays
-from zoo.data.registry import DatasetSpec, register_dataset
-from zoo.data.splits import SplitData
-from zoo.data.tables import TableData, TableStats, from_table
-from zoo.data.char_text import CharVocab, TextData, from_text, from_text_files, unigram_perplexity
-from zoo.data.labelled_text import LabelledTextData, from_labelled_texts, from_text_folder
-from zoo.data.tfds_source import UnknownSplitError
-from zoo.data.timeseries import SeriesData, from_series, naive_forecast_mae
+from __future__ import annotations
 
-__all__ = [
-    "ArrayBatches",
-    "Batching",
-    "CharVocab",
-    "DatasetInfo",
-    "DataSource",
-    "DatasetSpec",
-    "ImageFolderData",
-    "Inference",
-    "LabelledTextData",
-    "PathData",
-    "PathInfo",
-    "Preprocess",
-    "ReadOptions",
-    "RegisteredData",
-    "SeriesData",
-    "SplitData",
-    "TableData",
-    "TableStats",
-    "TextData",
-    "UnknownSplitError",
-    "dataset_info",
-    "default_data_dir",
-    "describe_path",
-    "from_arrays",
-    "from_image_folder",
-    "from_labelled_texts",
-    "from_path",
-    "from_series",
-    "from_table",
-    "from_text",
-    "from_text_files",
-    "from_text_folder",
-    "kinds",
-    "list_datasets",
-    "load",
-    "load_splits",
-    "naive_forecast_mae",
-    "prepare",
-    "register_dataset",
-    "unigram_perplexity",
-]
+from zoo import lazy
+from zoo.data import kinds  # noqa: F401  (a submodule, public: light, it imports its readers when they read)
+
+_EXPORTS = {
+    **dict.fromkeys(["ArrayBatches"], "zoo.data.array_batches"),
+    **dict.fromkeys(["Batching", "Preprocess"], "zoo.data.batches"),
+    **dict.fromkeys(["ImageFolderData", "from_image_folder"], "zoo.data.image_folder"),
+    **dict.fromkeys(["DatasetInfo", "dataset_info", "default_data_dir", "list_datasets", "load", "load_splits",
+                     "prepare"], "zoo.data.loading"),
+    **dict.fromkeys(["Inference", "PathData", "from_path"], "zoo.data.path_data"),
+    **dict.fromkeys(["ReadOptions"], "zoo.data.reading"),
+    **dict.fromkeys(["DataSource", "RegisteredData"], "zoo.data.source"),
+    **dict.fromkeys(["PathInfo", "describe_path"], "zoo.data.path_info"),
+    **dict.fromkeys(["from_arrays"], "zoo.data.pipeline"),
+    **dict.fromkeys(["DatasetSpec", "register_dataset"], "zoo.data.registry"),
+    **dict.fromkeys(["SplitData"], "zoo.data.splits"),
+    **dict.fromkeys(["TableData", "TableStats", "from_table"], "zoo.data.tables"),
+    **dict.fromkeys(["CharVocab", "TextData", "from_text", "from_text_files", "unigram_perplexity"],
+                    "zoo.data.char_text"),
+    **dict.fromkeys(["LabelledTextData", "from_labelled_texts", "from_text_folder"], "zoo.data.labelled_text"),
+    **dict.fromkeys(["UnknownSplitError"], "zoo.data.tfds_source"),
+    **dict.fromkeys(["SeriesData", "from_series", "naive_forecast_mae"], "zoo.data.timeseries"),
+}
+
+__all__ = sorted([*_EXPORTS, "kinds"])
+
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

@@ -25,7 +25,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import keras
 import numpy as np
 
 from zoo.data.memory import Arrays
@@ -60,6 +59,8 @@ def load_or_build(path: Path, build: Callable[[], Arrays], rows: int | None = No
 
 
 def _write(path: Path, arrays: Arrays) -> None:
+    import keras
+
     leaves = keras.tree.flatten(arrays.data)
     structure = keras.tree.map_structure(lambda _: None, arrays.data)
     meta = {"format": _FORMAT, "count": len(leaves), "structure": _describe(structure)}
@@ -77,6 +78,8 @@ def _read(path: Path) -> Arrays:
         if meta.get("format") != _FORMAT:
             raise ValueError(f"{path}: cache format {meta.get('format')}, expected {_FORMAT}")
         leaves = [f[f"a{i}"] for i in range(meta["count"])]
+    import keras
+
     return Arrays(keras.tree.pack_sequence_as(_rebuild(meta["structure"]), leaves))
 
 

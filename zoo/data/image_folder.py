@@ -45,7 +45,7 @@ from zoo.data import decoded_cache, memory, pipeline
 from zoo.data import splits as splits_lib
 from zoo.data.batches import Batching, Preprocess, takes_batching
 from zoo.data.memory import Arrays
-from zoo.data.splits import SplitData
+from zoo.data.splits import DeferredParts, SplitData
 from zoo.errors import DataError
 from zoo.image_files import IMAGE_EXTENSIONS, images_under, is_image, split_folders
 
@@ -128,9 +128,30 @@ def from_image_folder(
             raise DataError(f"{root}: no readable image left in split(s) {empty} ({len(skipped)} file(s) skipped).")
 
     channels = COLOR_MODES[color_mode]
+    parts = DeferredParts({s: len(fs) for s, fs in files.items()},
+                          lambda: _parts(files, image_size, channels, raw, batching.cache))
+    return ImageFolderData(
+        name=root,
+        parts=parts,
+        input_shape=(*image_size, channels),
+        num_classes=len(class_names),
+        batching=batching,
+        # Also on the TensorFlow backend's streaming path, whose decoded floats it passes through: chosen
+        # before the examples are made (DeferredParts), which pick the backend's batch source.
+        preprocess=_pixels(image_size, channels, raw),
+        class_names=tuple(class_names),
+        files={s: [f for _, f in fs] for s, fs in files.items()},
+        labels={s: [label for label, _ in fs] for s, fs in files.items()},
+        skipped=tuple(skipped),
+        sizes=sizes,
+    )
+
+
+def _parts(files, image_size, channels: int, raw: bool, cache: bool) -> dict:
+    """``{split: (examples, n)}`` of `from_image_folder`, made on first use: the backend's batch source."""
     with_tf = pipeline.uses_tf_data()
     decoded = {}  # split -> the .npz of its decoded uint8 images (zoo.data.decoded_cache)
-    if batching.cache:
+    if cache:
         settings = {"image_size": list(image_size), "channels": channels, "format": "uint8"}
         if not with_tf:
             settings["decoder"] = "pillow"  # zoo.data.image_folder.resize_bilinear
@@ -149,19 +170,7 @@ def from_image_folder(
             parts[split] = (decoded_cache.load_or_build(decoded[split], build, rows=len(paths)), len(paths))
         else:  # decoded batch by batch (too large to hold, or cache=False)
             parts[split] = (Arrays((np.array(paths, dtype=object), labels)), len(paths))
-    return ImageFolderData(
-        name=root,
-        parts=parts,
-        input_shape=(*image_size, channels),
-        num_classes=len(class_names),
-        batching=batching,
-        preprocess=_pixels(image_size, channels, raw) if decoded or not with_tf else None,
-        class_names=tuple(class_names),
-        files={s: [f for _, f in fs] for s, fs in files.items()},
-        labels={s: [label for label, _ in fs] for s, fs in files.items()},
-        skipped=tuple(skipped),
-        sizes=sizes,
-    )
+    return parts
 
 
 def list_image_splits(root: str, validation_split: float = 0.0, test_split: float = 0.0, seed: int = 0,

@@ -134,7 +134,7 @@ def load(
 ):
     """A batched ``(x, y)`` dataset ready for ``model.fit`` / ``evaluate``: a ``tf.data.Dataset`` on the
     TensorFlow backend; on JAX and PyTorch, where the split is held in memory, a
-    `zoo.data.batches.ArrayBatches` (no TensorFlow needed; MNIST is read from its arrays file).
+    `zoo.data.array_batches.ArrayBatches` (no TensorFlow needed; MNIST is read from its arrays file).
 
     Args:
         name: a name from :func:`list_datasets` or any TFDS dataset name

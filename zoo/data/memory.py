@@ -19,7 +19,7 @@ the first included, costs what a gather and a cast cost. Splits that do not
 fit stay on the streaming path of `zoo.data.pipeline`.
 
 That is the TensorFlow backend's path. On JAX and PyTorch the same `Arrays` are served by
-`zoo.data.batches.ArrayBatches` (NumPy, no TensorFlow); TensorFlow is imported here only by the
+`zoo.data.array_batches.ArrayBatches` (NumPy, no TensorFlow); TensorFlow is imported here only by the
 functions that build a `tf.data` pipeline.
 """
 
@@ -28,13 +28,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import keras
 import numpy as np
 
 from zoo.data.batches import Batching
 
 # Rows read per batch while materializing a dataset.
 _READ_BATCH = 4096
+
+
+def _tree():
+    """`keras.tree` (the nests of a split's arrays), imported on first use: `zoo.data.image_folder` and the other
+    readers import this module, and reading a path's facts imports no Keras."""
+    import keras
+
+    return keras.tree
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,26 +51,26 @@ class Arrays:
     data: object
 
     def __post_init__(self):
-        lengths = {len(a) for a in keras.tree.flatten(self.data)}
+        lengths = {len(a) for a in _tree().flatten(self.data)}
         if len(lengths) != 1:
             raise ValueError(f"Arrays of one split must share their first axis; got lengths {sorted(lengths)}.")
 
     def __len__(self) -> int:
-        return len(keras.tree.flatten(self.data)[0])
+        return len(_tree().flatten(self.data)[0])
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in keras.tree.flatten(self.data))
+        return sum(a.nbytes for a in _tree().flatten(self.data))
 
     def slice(self, lo: int, hi: int) -> Arrays:
-        return Arrays(keras.tree.map_structure(lambda a: a[lo:hi], self.data))
+        return Arrays(_tree().map_structure(lambda a: a[lo:hi], self.data))
 
     def concat(self, other: Arrays) -> Arrays:
-        return Arrays(keras.tree.map_structure(lambda a, b: np.concatenate([a, b]), self.data, other.data))
+        return Arrays(_tree().map_structure(lambda a, b: np.concatenate([a, b]), self.data, other.data))
 
     def take(self, rows) -> Arrays:
         """The rows at the indices `rows`, in that order."""
-        return Arrays(keras.tree.map_structure(lambda a: a[rows], self.data))
+        return Arrays(_tree().map_structure(lambda a: a[rows], self.data))
 
     def to_dataset(self):
         """The rows as an unbatched `tf.data.Dataset` (for code that needs one)."""

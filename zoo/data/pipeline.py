@@ -23,7 +23,7 @@ and ``tf.distribute`` strategies distribute it themselves (auto-sharding works
 because the pipeline is file- or memory-based with no Python generators).
 
 On the JAX and PyTorch backends a split held in memory is served by
-`zoo.data.batches.ArrayBatches` instead (NumPy, no TensorFlow); TensorFlow is imported
+`zoo.data.array_batches.ArrayBatches` instead (NumPy, no TensorFlow); TensorFlow is imported
 only where a `tf.data` pipeline is built.
 """
 
@@ -32,12 +32,10 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
-import keras
 import numpy as np
 
 from zoo.data import memory
 from zoo.data.batches import (  # noqa: F401  (the validators are part of this module's API)
-    ArrayBatches,
     Batching,
     takes_batching,
     uses_tf_data,
@@ -103,11 +101,13 @@ def build_pipeline(
             ``MAX_SHUFFLE_BUFFER`` examples.
 
     Returns a ``tf.data.Dataset`` on the TensorFlow backend; on JAX and PyTorch, in-memory rows
-    become a `zoo.data.batches.ArrayBatches` (a ``keras.utils.PyDataset``).
+    become a `zoo.data.array_batches.ArrayBatches` (a ``keras.utils.PyDataset``).
     """
     shuffle_buffer = validate_optional_positive_int(shuffle_buffer, "shuffle_buffer")
     if isinstance(ds, Arrays):
         if not uses_tf_data():
+            from zoo.data.array_batches import ArrayBatches
+
             return ArrayBatches(ds, batching, preprocess, shuffle=shuffle)
         return memory.from_memory(ds, batching, preprocess, shuffle)
     import tensorflow as tf
@@ -188,6 +188,8 @@ def from_arrays(x, y=None, batch_size: int = 128, *, batching: Batching):
     batching = batching.replace(batch_size=batch_size)
     if x is None:
         raise ValueError("from_arrays needs x (an array or a dict/tuple of arrays), got None.")
+    import keras
+
     x = keras.tree.map_structure(_as_input_array, x)
     lengths = {len(a) for a in keras.tree.flatten(x)}
     if y is not None:

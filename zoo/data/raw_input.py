@@ -22,6 +22,10 @@ captured tensors into graph inputs that onnxruntime then refuses ("Required
 inputs ['.../standardize/Sub/y:0', '.../Sqrt/x:0'] are missing"); ``Rescaling``
 casts its Python lists inside ``call``, so they become graph constants in every
 format.
+
+Keras is imported by the methods that build layers, not here: a kind names its raw input class, and
+reading a path's facts (``zoo train --data PATH --dry-run``) imports no Keras. zoo's own layers among
+them (``SmoothClip``, ``CategoryOneHot``) live in `zoo.data.table_scaling`, which registers them.
 """
 
 from __future__ import annotations
@@ -29,10 +33,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence
 
-import keras
 import numpy as np
 
-from zoo.data.table_scaling import SmoothClip  # registered here: loaders import this module for its layers
 from zoo.errors import DataError, suggest
 
 KINDS = ("image", "table", "text", "series")
@@ -53,9 +55,13 @@ class ImageInput:
     core_dtype = "float32"
 
     def inputs(self):
+        import keras
+
         return keras.Input(self.core_shape, name="image")
 
     def transform(self, inputs):
+        import keras
+
         return keras.layers.Rescaling(1 / 255, name="rescale")(inputs)
 
     def finish(self, outputs):
@@ -125,6 +131,8 @@ class TableInput:
     core_dtype = "float32"
 
     def inputs(self):
+        import keras
+
         numeric = keras.Input((len(self.numeric),), name="numeric" if self.categories else "features")
         if not self.categories:
             return numeric
@@ -134,6 +142,10 @@ class TableInput:
                 "numeric": numeric}
 
     def transform(self, inputs):
+        import keras
+
+        from zoo.data.table_scaling import CategoryOneHot, SmoothClip
+
         numeric = inputs["numeric"] if self.categories else inputs
         x = standardize(self.mean, self.std)(numeric)
         if self.clip is not None:
@@ -144,6 +156,8 @@ class TableInput:
         return keras.layers.Concatenate(name="features")([x, onehot])
 
     def finish(self, outputs):
+        import keras
+
         if self.target_scale is None:
             return outputs
         mean, std = self.target_scale
@@ -203,9 +217,13 @@ class TextInput:
         return len(self.vocabulary) + 2
 
     def inputs(self):
+        import keras
+
         return keras.Input((), dtype="string", name="text")
 
     def transform(self, inputs):
+        import keras
+
         return keras.layers.TextVectorization(
             vocabulary=list(self.vocabulary), output_sequence_length=self.sequence_length, name="tokenize"
         )(inputs)
@@ -228,6 +246,7 @@ class TextInput:
     @classmethod
     def fit(cls, texts: Sequence[str], max_tokens: int = 20000, sequence_length: Optional[int] = None) -> "TextInput":
         """The vocabulary of `texts` (the train split), and a sequence length covering 95% of them."""
+        import keras
         import tensorflow as tf
 
         layer = keras.layers.TextVectorization(max_tokens=max_tokens)
@@ -262,12 +281,16 @@ class SeriesInput:
     core_dtype = "float32"
 
     def inputs(self):
+        import keras
+
         return keras.Input(self.core_shape, name="sequence")
 
     def transform(self, inputs):
         return standardize(self.mean, self.std)(inputs)
 
     def finish(self, outputs):
+        import keras
+
         j = list(self.columns).index(self.target)
         return keras.layers.Rescaling(float(self.std[j]), offset=float(self.mean[j]), name="to_units",
                                          dtype="float32")(outputs)
@@ -296,6 +319,8 @@ class SeriesInput:
 
 def standardize(mean, std):
     """``(x - mean) / std`` per feature, the fitted values as graph constants (see the module docstring)."""
+    import keras
+
     scale = [1.0 / float(s) if s else 1.0 for s in std]
     return keras.layers.Rescaling(scale, offset=[-float(m) * k for m, k in zip(mean, scale)], name="standardize")
 
@@ -319,26 +344,3 @@ def from_dict(d: dict):
         return TextInput((), int(d["sequence_length"]), d.get("text_column"))
     return SeriesInput(int(d["window"]), int(d["horizon"]), tuple(d["columns"]), d["target"], tuple(d["mean"]),
                        tuple(d["std"]), d.get("time_column"))
-
-
-@keras.saving.register_keras_serializable(package="zoo")
-class CategoryOneHot(keras.layers.Layer):
-    """One-hot codes of string columns ``(batch, columns)``, each column with its own vocabulary
-    (its slot 0 is for a value the train rows did not have)."""
-
-    def __init__(self, vocabularies, **kwargs):
-        super().__init__(**kwargs)
-        self.vocabularies = [list(v) for v in vocabularies]
-        self.lookups = [
-            keras.layers.StringLookup(vocabulary=v, output_mode="one_hot", name=f"{self.name}_{i}")
-            for i, v in enumerate(self.vocabularies)
-        ]
-
-    def call(self, inputs):
-        return keras.ops.concatenate([lookup(inputs[:, i]) for i, lookup in enumerate(self.lookups)], axis=-1)
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], sum(len(v) + 1 for v in self.vocabularies))
-
-    def get_config(self):
-        return {**super().get_config(), "vocabularies": self.vocabularies}

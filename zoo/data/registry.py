@@ -5,7 +5,9 @@ or a ``read_splits`` function returning :class:`zoo.data.splits.SplitData` for
 bundled and npm-fetched sets), how one example is preprocessed, what the model
 input looks like and how to make the data available offline. Adding a dataset
 (a tabular set, a time series, another view of MNIST) is one
-:func:`register_dataset` call; ``bundled.py`` and ``moby_dick.py`` register theirs.
+:func:`register_dataset` call; ``bundled.py``, ``mnist_digits.py`` and ``moby_dick.py`` register theirs,
+imported on the registry's first lookup (`REGISTERING`): they import the readers (and Keras), which a
+look at your own data (``zoo train --data PATH --dry-run``) never needs.
 
 Any other TFDS dataset name works too: :func:`resolve` falls back to a generic
 TFDS spec built from the builder's metadata (see ``tfds_source``).
@@ -14,6 +16,7 @@ TFDS spec built from the builder's metadata (see ``tfds_source``).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, Callable, Optional
 
 from zoo.data import preprocessing
@@ -79,6 +82,19 @@ class DatasetSpec:
 
 _REGISTRY: dict[str, DatasetSpec] = {}
 
+# The modules that register datasets beside this one, imported on the first lookup. By name, not imported
+# here: they import this module (a DAG, which `tests/test_layers.py` checks), and their readers import Keras.
+REGISTERING = ("zoo.data.bundled", "zoo.data.mnist_digits", "zoo.data.moby_dick")
+_registered = False
+
+
+def _register_all() -> None:
+    global _registered
+    if not _registered:
+        _registered = True  # first: a registering module may look up a spec while it registers its own
+        for module in REGISTERING:
+            importlib.import_module(module)
+
 
 def register_dataset(spec: DatasetSpec, *, overwrite: bool = False) -> DatasetSpec:
     """Adds `spec` to the registry; refuses to silently replace an entry."""
@@ -93,11 +109,13 @@ def register_dataset(spec: DatasetSpec, *, overwrite: bool = False) -> DatasetSp
 def find_spec(name: str) -> Optional[DatasetSpec]:
     """The registered spec for `name`, or None: the name may still be a TFDS name. (Unlike
     `zoo.architectures.registry.get_spec`, which raises for an unknown name.)"""
+    _register_all()
     return _REGISTRY.get(name)
 
 
 def registered_names() -> list[str]:
     """Names of the datasets zoo knows specially, sorted."""
+    _register_all()
     return sorted(_REGISTRY)
 
 

@@ -6,7 +6,7 @@ unbatched examples and their count, plus what a model or a report needs to
 know (input shape, classes, and per source: fitted statistics, a vocabulary,
 class names). ``data.train`` / ``data.validation`` / ``data.test`` are the
 batches :func:`zoo.data.pipeline.build_pipeline` makes (``tf.data`` on the
-TensorFlow backend, `zoo.data.batches.ArrayBatches` on JAX and PyTorch), so
+TensorFlow backend, `zoo.data.array_batches.ArrayBatches` on JAX and PyTorch), so
 caching, train-only shuffling and prefetching are the same as for ``load``.
 
 Also here: the two ways zoo splits data, with a fixed seed or in time order.
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable, Mapping, Optional
+from collections.abc import Mapping
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -26,6 +27,37 @@ from zoo.data.memory import Arrays
 from zoo.data.tfds_source import UnknownSplitError
 
 TRAIN = "train"
+
+
+class DeferredParts(Mapping):
+    """A `SplitData`'s parts whose examples are made on first use: ``build() -> {split: (examples, n)}``.
+
+    The split names and sizes are known up front (`sizes`), so a plan reads them without making the
+    examples, which decodes files and picks the backend's batch source (`tf.data` imports TensorFlow).
+    """
+
+    def __init__(self, sizes: Mapping[str, int], build: Callable[[], Mapping[str, tuple]]):
+        self.sizes = dict(sizes)
+        self._build = build
+        self._parts: Optional[Mapping[str, tuple]] = None
+
+    def __getitem__(self, name):
+        if name not in self.sizes:
+            raise KeyError(name)
+        if self._parts is None:
+            self._parts = self._build()
+        return self._parts[name]
+
+    def __iter__(self):
+        return iter(self.sizes)
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def __contains__(self, name):
+        return name in self.sizes
+
+
 _PART = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\[\s*(-?\d+%?)?\s*:\s*(-?\d+%?)?\s*\])?\s*$")
 
 
@@ -69,6 +101,8 @@ class SplitData:
     @property
     def num_examples(self) -> dict:
         """Split name -> number of examples."""
+        if isinstance(self.parts, DeferredParts):
+            return {name: int(n) for name, n in self.parts.sizes.items()}
         return {name: int(n) for name, (_, n) in self.parts.items()}
 
     def examples(self, split: str) -> tuple:

@@ -9,8 +9,9 @@ MLPs and Boosted Trees on Tabular Data", https://arxiv.org/abs/2407.04491, secti
    and squashes outliers towards +-3, so one extreme row cannot dominate the first layer.
 
 The fitted centre and scale are applied by `Rescaling` (graph constants, see
-:mod:`zoo.data.raw_input`); :class:`SmoothClip` has no weights. Both are written in `keras.ops`,
-so a model carrying them runs, saves and exports on every Keras backend.
+:mod:`zoo.data.raw_input`); :class:`SmoothClip` has no weights. :class:`CategoryOneHot` codes a table's
+string columns. Both are written in `keras.ops`, so a model carrying them runs, saves and exports on
+every Keras backend; the `.keras` loaders import this module to register them.
 """
 
 from __future__ import annotations
@@ -51,3 +52,26 @@ class SmoothClip(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "bound": self.bound}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class CategoryOneHot(keras.layers.Layer):
+    """One-hot codes of string columns ``(batch, columns)``, each column with its own vocabulary
+    (its slot 0 is for a value the train rows did not have)."""
+
+    def __init__(self, vocabularies, **kwargs):
+        super().__init__(**kwargs)
+        self.vocabularies = [list(v) for v in vocabularies]
+        self.lookups = [
+            keras.layers.StringLookup(vocabulary=v, output_mode="one_hot", name=f"{self.name}_{i}")
+            for i, v in enumerate(self.vocabularies)
+        ]
+
+    def call(self, inputs):
+        return keras.ops.concatenate([lookup(inputs[:, i]) for i, lookup in enumerate(self.lookups)], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], sum(len(v) + 1 for v in self.vocabularies))
+
+    def get_config(self):
+        return {**super().get_config(), "vocabularies": self.vocabularies}

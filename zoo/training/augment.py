@@ -3,26 +3,28 @@
 Specs are strings `"name:amount"`: `translate:0.1` (fraction of the size),
 `rotate:0.05` (fraction of a full turn), `zoom:0.1`, `flip` (horizontal).
 They run as Keras preprocessing layers on the train split only: inside `Dataset.map` on
-TensorFlow, and on each batch of `zoo.data.batches.ArrayBatches` on JAX and PyTorch (the layers
+TensorFlow, and on each batch of `zoo.data.array_batches.ArrayBatches` on JAX and PyTorch (the layers
 compute in the backend's own ops there).
+
+Keras is imported by `apply`, not here: `TrainConfig.validate` parses the specs (`parse`), and a plan
+(`zoo train --dry-run`) imports no Keras.
 """
 
 from __future__ import annotations
 
 import random
 
-import keras
 import numpy as np
 
-from zoo.core.seeds import Keyed
-from zoo.data.batches import ArrayBatches
 from zoo.errors import UnknownNameError
 
+# name -> the layer, from `keras.layers` (passed in: see the module docstring), the amount and the seed.
 _LAYERS = {
-    "translate": lambda a, seed: keras.layers.RandomTranslation(a, a, fill_mode="constant", seed=seed, name="translate"),
-    "rotate": lambda a, seed: keras.layers.RandomRotation(a, fill_mode="constant", seed=seed, name="rotate"),
-    "zoom": lambda a, seed: keras.layers.RandomZoom(a, fill_mode="constant", seed=seed, name="zoom"),
-    "flip": lambda a, seed: keras.layers.RandomFlip("horizontal", seed=seed, name="flip"),
+    "translate": lambda layers, a, seed: layers.RandomTranslation(a, a, fill_mode="constant", seed=seed,
+                                                                  name="translate"),
+    "rotate": lambda layers, a, seed: layers.RandomRotation(a, fill_mode="constant", seed=seed, name="rotate"),
+    "zoom": lambda layers, a, seed: layers.RandomZoom(a, fill_mode="constant", seed=seed, name="zoom"),
+    "flip": lambda layers, a, seed: layers.RandomFlip("horizontal", seed=seed, name="flip"),
 }
 
 
@@ -55,7 +57,11 @@ def apply(ds, specs, seed: int | None = None, start: int | None = None):
     parsed = parse(specs)
     if not parsed:
         return ds
-    layers = [_LAYERS[n](a, seed) for n, a in parsed]
+    import keras
+
+    from zoo.data.array_batches import ArrayBatches
+
+    layers = [_LAYERS[n](keras.layers, a, seed) for n, a in parsed]
     if start is None:
         pipeline = keras.Sequential(layers, name="augment")
 
@@ -88,6 +94,8 @@ def _keyed(layers, base: int, x, batch):
     layers compute in TensorFlow whatever the backend (as Keras' `DataLayer.__call__` makes them).
     """
     import keras.src.backend
+
+    from zoo.core.seeds import Keyed
 
     in_graph = not isinstance(batch, (int, np.integer))  # a tf.data map's batch number is a tensor
     if in_graph:

@@ -226,10 +226,10 @@ class TrainConfig:
             raise ValueError(f"teacher must be a saved .keras model file. Received: teacher={self.teacher!r} (not a file)")
         if self.deterministic and self.seed is None:
             raise ValueError("deterministic=True needs a seed (--seed N): determinism fixes the order of ops, not the seed.")
-        from zoo.architectures import registry
+        from zoo.architectures import catalog  # the recorded facts: the family modules import Keras
         from zoo.training import augment
 
-        registry.get_spec(self.model)
+        catalog.model_info(self.model)
         augment.parse(self.augment)
         self._validate_data_knobs()
         self._validate_transfer()
@@ -259,10 +259,11 @@ class TrainConfig:
                                  "the run would end before unfreezing.")
         if self.new_head and self.weights is None:
             raise ValueError("new_head re-initializes the classifier of loaded weights; give weights too (--weights).")
-        from zoo.architectures import weights
         from zoo.core import presets
 
         if self.weights is not None:
+            from zoo.architectures import weights  # imports Keras: only for a run that loads weights
+
             source = weights.resolve(self.weights)
             if source.preset is not None and source.preset.architecture != self.model:
                 raise presets.PresetError(f"Preset {source.preset.name!r} holds weights of "

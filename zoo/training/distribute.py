@@ -282,7 +282,7 @@ def feed(strategy, ds, training: bool):
     """
     if ds is None or not isinstance(strategy, KerasDistribution) or strategy.distribution is None:
         return ds
-    from zoo.data.batches import ArrayBatches
+    from zoo.data.array_batches import ArrayBatches
 
     if not isinstance(ds, ArrayBatches):
         raise ZooError(f"strategy {strategy.name!r} on JAX feeds batches held in memory (zoo.data.batches."

@@ -20,6 +20,10 @@ The model is the registry architecture wrapped in the data's fitted preprocessin
 for table columns, `StringLookup` or
 `TextVectorization` in front, scaling back to the target's units behind. So the checkpoints and
 every export take the data as it is stored, and carry its metadata (`zoo.deploy.formats.metadata`).
+
+Reading and inferring import no Keras (`zoo train --data PATH --dry-run`): an architecture's facts come
+from the registry's recorded catalog (`zoo.architectures.catalog`), and its builder (whose family module
+imports Keras) is imported only where a kind of data asks for one of the builder's parameters.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import inspect
 import math
 from pathlib import Path
 
-from zoo.architectures import registry
+from zoo.architectures import catalog, registry
 from zoo.data.path_data import Inference, PathData, from_path
 from zoo.data.reading import ReadOptions
 from zoo.training.config import DATA_GROUP, TrainConfig, load_recipe
@@ -76,7 +80,7 @@ def infer(base: TrainConfig | None, given: dict, data: PathData) -> tuple[TrainC
         base = load_recipe(name).replace(recipe=name)
         found["recipe"] = Inference("recipe", name, why, "--recipe")
         if "model" not in given:
-            found["model"] = Inference("model", base.model, registry.get_spec(base.model).description.rstrip("."),
+            found["model"] = Inference("model", base.model, catalog.model_info(base.model).description.rstrip("."),
                                        "--model")
         own_recipe = True
     else:
@@ -130,9 +134,23 @@ def output_units(data: PathData) -> int:
     return data.dataset_info().output_units
 
 
+class BuilderParameters:
+    """The names of a registered builder's parameters (``"vocab_size" in params``), read from its signature on
+    the first question: the builder's family module imports Keras, and an image folder's kind asks none."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self._names = None
+
+    def __contains__(self, name) -> bool:
+        if self._names is None:
+            self._names = frozenset(inspect.signature(registry.get_spec(self.model).builder).parameters)
+        return name in self._names
+
+
 def builder_arguments(config: TrainConfig, data: PathData) -> dict:
     """Builder keywords the data fixes (name -> (value, reason)), for those the builder takes."""
-    params = inspect.signature(registry.get_spec(config.model).builder).parameters
+    params = BuilderParameters(config.model)
     found = dict(data.kind.builder_arguments(data, params))
     if data.task in ("regression", "forecast") and "classifier_activation" in params:
         found["classifier_activation"] = (None, f"{data.task}: a linear output")

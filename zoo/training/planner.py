@@ -152,9 +152,9 @@ def _check(config: TrainConfig, data, backend: str) -> str:
     if config.qat_from and data.raw_input is not None:
         raise ZooError("--qat-from starts from a model trained on a registered --dataset; with your own --data, "
                        "train with --qat from the start (or pass --dataset).")
-    from zoo.architectures import registry
+    from zoo.architectures import catalog  # the recorded facts: the family modules import Keras
 
-    return data.task or registry.get_spec(config.model).task
+    return data.task or catalog.model_info(config.model).task
 
 
 def _settings(config: TrainConfig, given: dict, inferred: dict, recipe_given: bool) -> tuple[Setting, ...]:

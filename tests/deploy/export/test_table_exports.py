@@ -65,7 +65,7 @@ def test_table_default_exports_and_verifies_in_every_format(tmp_path, categorica
 
 def test_a_saved_table_default_loads_and_predicts_in_a_fresh_process(tmp_path):
     """`zoo predict` on the `.keras` file in a new process: every layer the table default holds is registered
-    by the modules the loaders import (SmoothClip is found through zoo.data.raw_input)."""
+    by the modules the loaders import (SmoothClip and CategoryOneHot: zoo.data.table_scaling)."""
     import subprocess
     import sys
     from pathlib import Path

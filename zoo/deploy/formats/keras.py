@@ -89,7 +89,7 @@ def load(path, *, unsafe_deserialization: bool = False, compile: bool = True):
 
     import zoo.architectures  # noqa: F401  registers zoo's Keras classes (ZooModel, layers)
     import zoo.core.fused_optimizers  # noqa: F401  and the optimizers zoo trains with (compile=True)
-    import zoo.data.raw_input  # noqa: F401  and the preprocessing layers of models trained on your own data
+    import zoo.data.table_scaling  # noqa: F401  and the preprocessing layers of models trained on your own data
     import zoo.quantization  # noqa: F401  registers the quantization-aware layers (QAT models)
 
     try:
