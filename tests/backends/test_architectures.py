@@ -105,7 +105,15 @@ def test_matches_tensorflow_and_round_trips(name, tmp_path):
     np.testing.assert_array_equal(forward(loaded, x), out)
 
 
-@pytest.mark.parametrize("name", _params())
+# The fit step by default on one architecture of each kind of layer stack (convolutions with batch norm, depthwise
+# with squeeze-excite, recurrent, tabular, dilated causal); the forward check above still covers every family, and
+# `-m slow` runs the fit step on each too (suite time, issue 39: the JAX run's fit steps cost about 50 s).
+FIT_STEP_DEFAULT = {"convnet_bn", "mobilenet_v3_blocks", "lstm_classifier", "tabular_resnet", "tcn"}
+
+
+@pytest.mark.parametrize("name", [p if p.values[0] in FIT_STEP_DEFAULT else
+                                  pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id)
+                                  for p in map(lambda q: q if hasattr(q, "values") else pytest.param(q), _params())])
 def test_one_fit_step_through_zoos_train_step_moves_the_weights(name):
     model, _, expected = _reference(name)
     spec = registry.get_spec(references.family(name))
