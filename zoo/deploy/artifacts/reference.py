@@ -17,13 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from zoo.deploy.artifacts.artifact import ArtifactError, ModelFileError, load_model_file, resolve
+from zoo.deploy.artifacts.artifact import ModelFileError, load_model_file, resolve
 from zoo.deploy.formats.unsafe import Trust
 from zoo.errors import suggest
 from zoo.run_dir import RunDir
-
-KERAS_KINDS = ("keras", "h5")  # the kinds a keras.Model is loaded from
-
 
 @dataclasses.dataclass(frozen=True)
 class ModelRef:
@@ -34,20 +31,6 @@ class ModelRef:
     path: Path | None = None  # the file or folder of the model; None for a registry name
     run: RunDir | None = None  # the run folder it belongs to, where it does
     trust: Any = None  # what the user accepts of the file's scan (`zoo.deploy.formats.unsafe.Trust`)
-
-    @property
-    def name(self) -> str:
-        """The model's name before loading it: the registry name, the run folder's name, or the file's stem."""
-        if self.kind == "registry":
-            return self.given
-        if self.run is not None:
-            return self.run.path.resolve().name
-        return self.path.name.split(".")[0]
-
-    @property
-    def is_keras(self) -> bool:
-        """A Keras model (built or loaded), as export takes it; False for an exported artifact."""
-        return self.kind == "registry" or self.kind in KERAS_KINDS
 
     @functools.cached_property
     def model(self):
