@@ -50,7 +50,7 @@ _KERAS_CLASSES = (
     "zoo.architectures.ensemble",
     "zoo.data.table_scaling",
     "zoo.quantization.layers",
-    "zoo.deploy.formats.mobile",
+    "zoo.deploy.formats.mobile_layers",
     "zoo.core.fused_optimizers",
     "zoo.training.losses",
     "zoo.training.features.freezing",

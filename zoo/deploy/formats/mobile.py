@@ -26,7 +26,6 @@ any other as scores without a range.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -41,29 +40,13 @@ def rgb_front(model, input_name: str | None = None):
     channels are averaged in the graph; other models are returned as they are."""
     import keras
 
+    from zoo.deploy.formats.mobile_layers import ChannelMean
+
     (only, *more) = model.inputs
     if more or len(only.shape) != 4 or only.shape[-1] != 1:
         return model
     rgb = keras.Input((*only.shape[1:3], 3), name=input_name or only.name.split(":")[0], dtype=only.dtype)
-    return keras.Model(rgb, model(_channel_mean()(name="rgb_to_gray")(rgb)), name=f"{model.name}_rgb")
-
-
-@functools.cache
-def _channel_mean():
-    """The layer class (defined on first use: importing this module imports no Keras)."""
-    import keras
-
-    @keras.saving.register_keras_serializable("zoo")
-    class ChannelMean(keras.layers.Layer):
-        """The mean over the channel axis, kept as an axis of 1 (RGB -> gray)."""
-
-        def call(self, x):
-            return keras.ops.mean(x, axis=-1, keepdims=True)
-
-        def compute_output_shape(self, shape):
-            return (*shape[:-1], 1)
-
-    return ChannelMean
+    return keras.Model(rgb, model(ChannelMean(name="rgb_to_gray")(rgb)), name=f"{model.name}_rgb")
 
 
 def rgb_front_saved_model(saved_model_dir: str, out_dir: str) -> str:
