@@ -43,6 +43,20 @@ SHALLOW = {
 }
 
 
+# Which backend besides TensorFlow checks each default-run architecture's forward pass and round trip by default
+# (`-m slow` checks every one on both): JAX those below, PyTorch the rest. JAX gets the cheap graphs, since each of
+# its checks is an XLA compilation; PyTorch the deep and wide ones (mixer, ConvNeXt, MobileNetV3, ResNet, VGG, the
+# bidirectional LSTM), which cost it no compilation. Suite time (issue 39): the JAX process took 177 s of the
+# 2-core suite's 1033 s, most of it compiling those.
+ON_JAX_BY_DEFAULT = {"convnet_bn", "lenet5", "mlp", "tabular_resnet", "tcn", "simple_rnn_classifier", "gru_classifier",
+                     "lstm_classifier", "char_lstm_lm", "fasttext_classifier", "densenet_blocks"}
+
+
+def default_backend(name: str) -> str:
+    """The backend besides TensorFlow that checks `name` by default."""
+    return "jax" if name in ON_JAX_BY_DEFAULT else "torch"
+
+
 def family(name: str) -> str:
     """The registered architecture `name` stands for: itself, or a shallow member's first member."""
     return SHALLOW[name][0] if name in SHALLOW else name

@@ -80,7 +80,14 @@ def _params(slow=references.COVERED_ELSEWHERE):
               for p in params_marking_variants_slow(zoo.list_models())), *references.SHALLOW]
 
 
-@pytest.mark.parametrize("name", _params())
+def _forward_params():
+    """`_params()`, those that `references.default_backend` gives to another backend marked slow here."""
+    params = [p if hasattr(p, "values") else pytest.param(p) for p in _params()]
+    return [p if references.default_backend(p.values[0]) == backend()
+            else pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id) for p in params]
+
+
+@pytest.mark.parametrize("name", _forward_params())
 def test_matches_tensorflow_and_round_trips(name, tmp_path):
     model, x, expected = _reference(name, keep=True)
     assert isinstance(model, ZooModel)
@@ -133,6 +140,8 @@ def test_one_fit_step_through_zoos_train_step_moves_the_weights(name):
     assert any(np.abs(a - b).max() > 0 for a, b in zip(model.get_weights(), initial))
 
 
+# On PyTorch by default, on JAX with `-m slow` too (16 s of the JAX process, its jitted QAT step's compilation).
+@(pytest.mark.slow if backend() == "jax" else lambda test: test)
 def test_quantization_aware_model_matches_tensorflows_fake_quantization_and_trains():
     from zoo.training import features as F
 

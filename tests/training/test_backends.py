@@ -89,7 +89,9 @@ def _own_data(folder: Path) -> None:
     (folder / "table.csv").write_text("\n".join(rows) + "\n")
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+# PyTorch by default, JAX with `-m slow` too: the same data path without TensorFlow, and JAX's start (its import,
+# its compilations) costs twice PyTorch's (suite time, issue 39: 36 s against 19 s in the 2-core suite).
+@pytest.mark.parametrize("backend", [pytest.param("jax", marks=pytest.mark.slow), "torch"])
 def test_zoo_trains_on_a_backend_without_tensorflow(backend, tmp_path, real_mnist_dir):
     _own_data(tmp_path)
     env = _env(backend, NO_TENSORFLOW, ZOO_DATA_DIR=real_mnist_dir)
@@ -140,6 +142,10 @@ def test_data_parallel_on_two_jax_devices_trains_like_one_device(jax_reference):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
 
 
+# With `-m slow`: the default run kills a worker of two on TensorFlow (`tests/training/test_strategies.py`, the same
+# launcher and watchdog, `zoo.training.multi_worker`), and checks JAX's data parallelism on two devices above
+# (suite time, issue 39: this test took 74 s of the 2-core suite).
+@pytest.mark.slow
 def test_two_jax_processes_train_like_one_device_and_a_killed_worker_stops_them_then_resumes(
         jax_reference, tmp_path, real_mnist_dir):
     import keras
