@@ -194,6 +194,9 @@ def test_lstm_with_variable_time_axis_every_format_and_precision(tmp_path):
                                model.predict(short, verbose=0), atol=1e-4)
 
 
+# With `-m slow`: the default run takes the RNN routes of every TFLite precision with the LSTM above, and the GRU in
+# every format in float32 (tests/deploy/export/test_every_architecture_exports.py; suite time, issue 39: 28 s).
+@pytest.mark.slow
 def test_stacked_bidirectional_gru_converts_in_every_tflite_precision(tmp_path):
     """Untrained, random inputs: every route converts and runs, and each file holds the precision it says.
     int8 is held to an absolute bound (argmax agreement means nothing on near-uniform untrained outputs).
