@@ -28,7 +28,7 @@ from __future__ import annotations
 from math import prod
 
 import numpy as np
-from tensorflow.core.example import example_pb2
+from tensorflow.core.example import example_pb2, feature_pb2
 from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import classification_pb2, regression_pb2
 
@@ -261,7 +261,7 @@ def _fill_example(example, value) -> None:
     if not isinstance(value, dict):
         raise invalid(f"Example must be JSON object but got JSON {codec._json_type(value)}")
     for name, content in value.items():
-        feature = example_pb2.Feature()
+        feature = feature_pb2.Feature()
         for v in content if isinstance(content, list) else [content]:
             _add_value(feature, name, v)
         example.features.feature[name].CopyFrom(feature)
@@ -271,7 +271,8 @@ def request_from_json(body: bytes, request, max_depth: int = 32):
     """A REST classify or regress body into `request` (a `ClassificationRequest` or `RegressionRequest`):
     json_tensor.cc's `FillClassifyRegressRequestFromJson`."""
     doc = codec.parse_json(body, max_depth)
-    request.model_spec.signature_name = codec.signature_name_of(doc)
+    if "signature_name" in doc:
+        request.model_spec.signature_name = codec.signature_name_of(doc)
     has_context = "context" in doc
     if has_context:
         _fill_example(request.input.example_list_with_context.context, doc["context"])

@@ -61,7 +61,7 @@ def check_inputs(inputs: dict[str, np.ndarray], signature, *, allow_non_finite: 
         if tf.dtypes.as_dtype(value.dtype) != want:
             raise invalid(f"Expects arg '{name}' to be {want.name} but {tf.dtypes.as_dtype(value.dtype).name} "
                           f"is provided.")
-        if not info.tensor_shape.unknown_rank:
+        if info.HasField("tensor_shape") and not info.tensor_shape.unknown_rank:
             dims = [d.size for d in info.tensor_shape.dim]
             if value.ndim != len(dims) or any(d >= 0 and d != s for d, s in zip(dims, value.shape)):
                 shown = [d if d >= 0 else -1 for d in dims]
@@ -75,7 +75,7 @@ def check_inputs(inputs: dict[str, np.ndarray], signature, *, allow_non_finite: 
                               f"at index {first}. The server refuses them (zoo serve --allow-non-finite-inputs "
                               "accepts them).")
     batch = {v.shape[0] for v in inputs.values() if v.ndim}
-    if len(batch) > 1:
+    if len(batch) > 1:  # beyond TF Serving, which leaves it to the model: batching needs one batch size
         raise invalid(f"Inputs have different batch sizes: {sorted(batch)}.")
     return inputs
 
@@ -397,11 +397,18 @@ def signature_name_of(doc: dict) -> str:
 
 def parse_predict_body(body: bytes, signature_for, *, max_depth: int = 32,
                        allow_non_finite: bool = False) -> tuple[str, dict[str, np.ndarray], bool]:
-    """A REST predict body -> (signature_name, `{input_name: array}`, row_format), with TF Serving's
-    errors (json_tensor.cc: `FillPredictRequestFromJson`).
+    """A REST predict body -> (signature_name, `{input_name: array}`, row_format): `parse_predict_json`,
+    then `check_inputs` against the signature.
 
     `signature_for(signature_name)` returns the `SignatureDef` the inputs are checked against.
     """
+    signature_name, arrays, row = parse_predict_json(body, signature_for, max_depth=max_depth)
+    return signature_name, check_inputs(arrays, signature_for(signature_name), allow_non_finite=allow_non_finite), row
+
+
+def parse_predict_json(body: bytes, signature_for, *, max_depth: int = 32) -> tuple[str, dict[str, np.ndarray], bool]:
+    """The tensors of a REST predict body, with TF Serving's errors (json_tensor.cc: `FillPredictRequestFromJson`);
+    only the input dtypes of the signature are used, as there."""
     doc = parse_json(body, max_depth)
     booleans = b"true" in body or b"false" in body  # only then can a boolean hide among numbers
     signature_name = signature_name_of(doc)
@@ -453,7 +460,7 @@ def parse_predict_body(body: bytes, signature_for, *, max_depth: int = 32,
         row = False
     else:
         raise invalid("Missing 'inputs' or 'instances' key")
-    return signature_name, check_inputs(arrays, signature, allow_non_finite=allow_non_finite), row
+    return signature_name, arrays, row
 
 
 # ---- REST: tensors -> JSON (json_tensor.cc: MakeJsonFromTensors, WriteDecimal) -------------------------------
