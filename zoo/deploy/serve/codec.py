@@ -13,13 +13,15 @@ REST (TF Serving "RESTful API" doc, https://www.tensorflow.org/tfx/serving/api_r
 gRPC carries `tensorflow.TensorProto`s (`tensorflow/core/framework/tensor.proto`),
 converted with `tf.make_ndarray` / `tf.make_tensor_proto`.
 
-JSON values are typed as strictly as TF Serving types them (`tensorflow_serving/util/
-json_tensor.cc: AddValueToTensor, IsLosslessDecimal`): a float input takes JSON numbers
-but not `true`, an integer input takes JSON integers but not `1.5`, `1.0` or `"1"`, and a
-number a float32 cannot hold (`1e308`) is refused instead of becoming infinity. Beyond
-TF Serving, integers out of the input's range are refused (numpy would wrap them),
-non-finite inputs are refused unless the server allows them, and non-finite outputs
-are reported (`non_finite_outputs`).
+JSON values become tensors and tensors JSON as TF Serving's `tensorflow_serving/util/json_tensor.cc`
+does, errors and their texts included (`FillPredictRequestFromJson`, `AddValueToTensor`,
+`MakeJsonFromTensors`, `WriteDecimal`): a float input takes any JSON number (beyond float32 it becomes
+infinity), an integer input JSON integers in its range, a string input strings and `{"b64": ...}`;
+lists must be dense; floats are written with six significant digits, or nine (float) or seventeen
+(double) where six do not read back as the same value. Beyond TF Serving (docs/serving.md lists it):
+JSON nested deeper than the server's limit is refused before parsing, integers that fit int32 but not
+an int8, int16 or uint8 input are refused instead of wrapped, non-finite inputs are refused unless the
+server allows them, and non-finite outputs are reported (`non_finite_outputs`).
 """
 
 from __future__ import annotations
