@@ -37,7 +37,7 @@ from starlette.routing import Route
 from tensorflow_serving.apis import classification_pb2, regression_pb2
 
 from zoo.deploy.serve import classify, codec
-from zoo.deploy.serve.errors import HTTP_STATUS, ServingError, invalid, runtime_error
+from zoo.deploy.serve.errors import ServingError, invalid, runtime_error
 from zoo.deploy.serve.limits import Admission, Limits
 from zoo.deploy.serve.metadata import metadata_json, metadata_response
 from zoo.deploy.serve.openapi import openapi_spec
@@ -228,11 +228,12 @@ _ORIGIN = re.compile(r"https?://")
 
 
 def _preflight(request: Request) -> Response:
-    """http_server.cc's answer to OPTIONS: 200 for a CORS preflight (an Origin header naming http:// or
-    https://), else 400 (FAILED_PRECONDITION, "Origin header is missing in CORS preflight"); no body either way."""
+    """http_server.cc's answer to OPTIONS: 200 without a body for a CORS preflight (an Origin header naming
+    http:// or https://), else 400 (FAILED_PRECONDITION, "Origin header is missing in CORS preflight"); TF
+    Serving sends that 400 without a body, this server with the error as every other error."""
     if _ORIGIN.search(request.headers.get("origin", "")):
         return Response(b"", status_code=200)
-    return Response(b"", status_code=HTTP_STATUS["FAILED_PRECONDITION"])
+    return _error(ServingError("FAILED_PRECONDITION", "Origin header is missing in CORS preflight"))
 
 
 def _api_routes(endpoint) -> list:
