@@ -133,3 +133,11 @@ def test_get_model_metadata_rest(http):
     assert body["model_spec"] == {"name": "default", "signature_name": "", "version": "123"}
     signatures = body["metadata"]["signature_def"]["signature_def"]
     assert {k: s["method_name"] for k, s in signatures.items()} == {k: v[0] for k, v in EXPECTED_SIGNATURES.items()}
+
+
+def test_regress_missing_feature_rest(http):
+    """testRegressREST without the `x` feature (saved_model_half_plus_two.py: FixedLenFeature without a default):
+    TF Serving answers the session's error, the ParseExample op's message, INVALID_ARGUMENT."""
+    r = http.post("/v1/models/default:regress", json={"signature_name": "regress_x_to_y", "examples": [{"x2": 1.0}]})
+    assert r.status_code == 400 and "Feature: x (data type: float) is required but could not be found." in r.json()["error"]
+    assert "Graph execution error" not in r.json()["error"]
