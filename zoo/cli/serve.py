@@ -32,6 +32,8 @@ def add(sub):
     p.add_argument("--write-config", nargs="?", const="", default=None, metavar="PATH",
                    help="write models.config (default <base_dir>/models.config) and exit")
     p.add_argument("--print-docker", action="store_true", help="print the `docker run` command for TF Serving and exit")
+    p.add_argument("--rest_api_enable_cors_support", "--rest-api-enable-cors-support", dest="cors",
+                   action="store_true", help="CORS headers on every REST response (TF Serving's flag of that name)")
     add_untrusted_flags(p)
     from zoo.deploy.serve import limits
 
@@ -60,7 +62,7 @@ def _cmd_serve(args) -> int:
         return 0
     server = serving.Server(args.base_dir, host=args.host, rest_port=args.rest_port, grpc_port=args.grpc_port,
                             poll_s=args.poll_s, batching=args.batching, models=models, labels=labels,
-                            limits=limits.from_args(args), trust=trust_from_args(args))
+                            limits=limits.from_args(args), trust=trust_from_args(args), cors=args.cors)
     server.serve_forever(ready=lambda s: print(
         f"serving {s.store.served()} from {args.base_dir}: REST {s.rest_url}, gRPC {s.grpc_target} "
         "(development server; production: zoo serve --print-docker). Ctrl-C stops.", flush=True))

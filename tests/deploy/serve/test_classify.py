@@ -18,7 +18,6 @@ import zoo.deploy.formats.saved_model
 import zoo.deploy.serve
 from zoo.deploy.export import ExportData
 from zoo.deploy.serve import Server
-from zoo.deploy.formats.saved_model import CLASSIFY_METHOD
 
 CLASSES = ["cat", "dog", "bird"]
 
@@ -89,8 +88,8 @@ def test_classify_errors_are_tf_servings(served):
     with pytest.raises(grpc.RpcError) as info:
         stub.Classify(request, timeout=30)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert f"Expected classification signature method_name to be {CLASSIFY_METHOD}" in info.value.details()
-    assert "'classify'" in info.value.details()
+    assert "No classification inputs found in SignatureDef" in info.value.details()  # classifier.cc
+    assert "signature 'classify' of this model is one" in info.value.details()
     empty = _request()
     empty.input.example_list.examples.add()  # no "image" feature
     with pytest.raises(grpc.RpcError) as info:
@@ -113,21 +112,22 @@ def test_rest_classify_answers_as_tf_serving_with_the_same_scores(served):
 
     model, x, _, _, server = served
     url = f"{server.rest_url}/v1/models/tiny:classify"
-    body = {"signature_name": "classify", "examples": [{"image": image.tolist()} for image in x[:3]]}
+    body = {"signature_name": "classify", "examples": [{"image": image.ravel().tolist()} for image in x[:3]]}
     r = httpx.post(url, json=body, timeout=30)
     assert r.status_code == 200, r.text
     expected = model.predict(x[:3], verbose=0)
-    for row, scores in zip(r.json()["result"], expected):
+    for row, scores in zip(r.json()["results"], expected):
         assert [label for label, _ in row] == CLASSES
         np.testing.assert_allclose([score for _, score in row], scores, atol=1e-6)
-    pixels = {"signature_name": "classify", "context": {"image": np.round(x[0]).astype(int).tolist()},
-              "examples": [{}]}  # integers for a float input: converted, not refused
-    r = httpx.post(url, json=pixels, timeout=30)
+    context = {"signature_name": "classify", "context": {"image": x[0].ravel().tolist()}, "examples": [{}]}
+    r = httpx.post(url, json=context, timeout=30)
     assert r.status_code == 200, r.text
-    np.testing.assert_allclose([s for _, s in r.json()["result"][0]],
-                               model.predict(np.round(x[:1]), verbose=0)[0], atol=1e-6)
-    r = httpx.post(url, json={"examples": [{"image": x[0].tolist()}]}, timeout=30)  # serving_default: predict
-    assert r.status_code == 400 and "Expected classification signature method_name" in r.json()["error"]
+    np.testing.assert_allclose([s for _, s in r.json()["results"][0]], expected[0], atol=1e-6)
+    pixels = {"signature_name": "classify", "examples": [{"image": np.round(x[0]).astype(int).ravel().tolist()}]}
+    r = httpx.post(url, json=pixels, timeout=30)  # JSON integers are an int64_list, as in TF Serving: refused
+    assert r.status_code == 400 and "is a int64_list; the model's input takes a float_list" in r.json()["error"]
+    r = httpx.post(url, json={"examples": [{"image": x[0].ravel().tolist()}]}, timeout=30)  # serving_default
+    assert r.status_code == 400 and "No classification inputs found in SignatureDef" in r.json()["error"]
     r = httpx.post(url, json={"instances": [1]}, timeout=30)
     assert r.status_code == 400 and "examples" in r.json()["error"]
 

@@ -322,12 +322,12 @@ def test_version_and_label_selection(server, stub, models, mnist):
 
 @pytest.mark.parametrize("path, body, status, message", [
     ("lenet5:predict", b'{"instances": [1, 2', 400, "JSON Parse error"),
-    ("lenet5:predict", b'[1, 2]', 400, "JSON object"),
-    ("lenet5:predict", b'{"instances": [[1]], "inputs": [[1]]}', 400, "Only one of"),
-    ("lenet5:predict", b'{"inputs": {"pixels": [[1]]}}', 400, "unknown: ['pixels']"),
-    ("lenet5:predict", b'{"instances": [{"image": "zero"}]}', 400, "is not of expected type float32"),
+    ("lenet5:predict", b'[1, 2]', 400, "Is not object"),
+    ("lenet5:predict", b'{"instances": [[1]], "inputs": [[1]]}', 400, "expecting only one of 'inputs' or 'instances'"),
+    ("lenet5:predict", b'{"inputs": {"pixels": [[1]]}}', 400, "Missing named input: image in 'inputs' object."),
+    ("lenet5:predict", b'{"instances": [{"image": "zero"}]}', 400, "is not of expected type: float"),
     ("lenet5:predict", b'{"instances": [[1, 2, 3]]}', 400, "has shape [1, 3]"),
-    ("lenet5:predict", b'{"instances": [[[1]], [[1], [2]]]}', 400, "is not a dense tensor"),
+    ("lenet5:predict", b'{"instances": [[[1]], [[1], [2]]]}', 400, "Expecting tensor size: 1 but got: 2"),
     ("lenet6:predict", b'{"instances": [[1]]}', 404, "Servable not found for request: Latest(lenet6)"),
     ("lenet5/versions/9:predict", b'{"instances": [[1]]}', 404, "Specific(lenet5, 9)"),
     ("lenet5/labels/beta:predict", b'{"instances": [[1]]}', 400, "Unrecognized servable version label: beta"),
@@ -347,7 +347,7 @@ def test_bad_rest_requests_get_tf_serving_errors_and_the_server_keeps_serving(
 def test_bad_rest_status_requests(server):
     r = httpx.get(f"{server.rest_url}/v2/health")
     assert r.status_code == 404 and r.json() == {"error": "Malformed request: GET /v2/health"}
-    assert httpx.delete(f"{server.rest_url}/v1/models/lenet5").status_code == 405
+    assert httpx.delete(f"{server.rest_url}/v1/models/lenet5").status_code == 400  # TF Serving: Malformed request
     assert httpx.get(f"{server.rest_url}/v1/models/lenet6").status_code == 404
     assert httpx.get(f"{server.rest_url}/v1/models/lenet5/versions/9").status_code == 404
     assert httpx.get(f"{server.rest_url}/v1/models/lenet6/metadata").json()["error"].startswith("Servable not found")

@@ -96,6 +96,15 @@ def _json_ready(array: np.ndarray):
     return array.tolist()
 
 
+def _feature_json(value):
+    """A feature's values as a flat JSON list (json_tensor.cc takes no nested lists): strings and bytes as b64,
+    numbers as JSON floats (float_list), as the gRPC path sends them (`_fill_example`)."""
+    if isinstance(value, (str, bytes)):
+        return _json_ready(np.asarray([value]))
+    array = np.asarray(value).ravel()
+    return array.astype(np.float64).tolist() if array.dtype.kind in "iuf" else _json_ready(array)
+
+
 class _Rest:
     def __init__(self, base_url: str, timeout_s: float):
         import httpx
@@ -135,9 +144,8 @@ class _Rest:
 
     def classify(self, examples: list, spec: _Spec) -> list[list[tuple[str, float]]]:
         body = {"signature_name": spec.signature_name,
-                "examples": [{k: (_json_ready(np.asarray(v).ravel()) if not isinstance(v, (str, bytes)) else
-                                  _json_ready(np.asarray([v]))) for k, v in e.items()} for e in examples]}
-        result = self._call("POST", spec.path() + ":classify", json=body)["result"]
+                "examples": [{k: _feature_json(v) for k, v in e.items()} for e in examples]}
+        result = self._call("POST", spec.path() + ":classify", json=body)["results"]
         return [[(str(label), float(score)) for label, score in row] for row in result]
 
     def metadata(self, spec: _Spec) -> dict:

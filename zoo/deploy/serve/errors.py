@@ -66,6 +66,18 @@ def not_found(message: str) -> ServingError:
     return ServingError("NOT_FOUND", message)
 
 
+def graph_error_message(e: Exception) -> str:
+    """The op's own message of a TensorFlow error ("Feature: x (data type: float) is required but could not
+    be found."), as TF Serving's session reports it, without the Python-side "Graph execution error:",
+    "Detected at node ... defined at" traceback and the node list."""
+    lines = [line.strip() for line in str(e).strip().splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("Graph execution error", "Detected at node",
+                                                                      "File ", "[[", "Traceback"))
+             and "defined at (most recent call last)" not in line]
+    kept = [line for line in lines if not line.startswith(("in ", "return ", "self.", "//"))]
+    return (kept or lines or [str(e).strip() or type(e).__name__])[-1].split(" [[")[0].split(" [Op:")[0]
+
+
 def runtime_error(e: Exception) -> ServingError:
     """The status of an unexpected failure while serving: memory and TensorFlow's own resource errors
     are RESOURCE_EXHAUSTED (the request was too big for the server now), anything else INTERNAL."""

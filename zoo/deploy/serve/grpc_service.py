@@ -1,9 +1,11 @@
 """TF Serving's gRPC services over a `ModelStore`, on the generated servicer base classes.
 
-`tensorflow.serving.PredictionService` (`Predict`, `Classify`, `GetModelMetadata`;
-`tensorflow_serving/apis/prediction_service.proto`; Classify runs a model's classify signature,
-`zoo.deploy.serve.classify`) and
-`tensorflow.serving.ModelService` (`GetModelStatus`; `model_service.proto`).
+`tensorflow.serving.PredictionService` (`Predict`, `Classify`, `Regress`, `MultiInference`,
+`GetModelMetadata`; `tensorflow_serving/apis/prediction_service.proto`; Classify and Regress run a
+model's classify and regress signatures, `zoo.deploy.serve.classify`, MultiInference several of them,
+`zoo.deploy.serve.multi_inference`),
+`tensorflow.serving.ModelService` (`GetModelStatus`; `model_service.proto`) and the standard
+`grpc.health.v1.Health` service (`health.py`).
 Failures abort the call with the canonical code and TF Serving's message:
 INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED (message size, decoded tensor size, a
 full queue), DEADLINE_EXCEEDED (the client's deadline or the server's, whichever is
@@ -27,13 +29,16 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    inference_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
+    regression_pb2,
 )
 
-from zoo.deploy.serve import classify, codec
+from zoo.deploy.serve import classify, codec, multi_inference
 from zoo.deploy.serve.errors import ServingError, runtime_error
+from zoo.deploy.serve.health import add_health_service
 from zoo.deploy.serve.limits import Admission, Limits
 from zoo.deploy.serve.metadata import metadata_response
 from zoo.deploy.serve.store import ModelStore
@@ -98,18 +103,36 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             context.set_trailing_metadata(((WARNINGS_KEY, " ".join(warnings)),))
         return response
 
-    @_aborts_on_serving_error
-    def Classify(self, request, context):
+    def _admitted(self, context, run, what: str):
+        """`run()` within the admission and the deadline (the server's, or the client's if sooner)."""
         ticket = self.admission.enter()
         remaining = context.time_remaining()
         timeout = min(self.limits.request_timeout_s, remaining if remaining is not None else float("inf"))
         deadline = time.monotonic() + timeout
         with self.admission.slot(ticket, deadline):
-            servable = self.store.resolve(*_spec(request.model_spec))
-            response = classify.classify(self.store, servable, request)
+            response = run()
         if time.monotonic() > deadline:
-            raise self.admission.expire(timeout, "running the classification")
+            raise self.admission.expire(timeout, f"running the {what}")
         return response
+
+    @_aborts_on_serving_error
+    def Classify(self, request, context):
+        return self._admitted(context, lambda: classify.classify(
+            self.store, self.store.resolve(*_spec(request.model_spec)), request), "classification")
+
+    @_aborts_on_serving_error
+    def Regress(self, request, context):
+        return self._admitted(context, lambda: classify.regress(
+            self.store, self.store.resolve(*_spec(request.model_spec)), request), "regression")
+
+    @_aborts_on_serving_error
+    def MultiInference(self, request, context):
+        def run():
+            multi_inference.model_name(request)
+            servable = self.store.resolve(*_spec(request.tasks[0].model_spec))
+            return multi_inference.multi_inference(self.store, servable, request)
+
+        return self._admitted(context, run, "inference")
 
     @_aborts_on_serving_error
     def GetModelMetadata(self, request, context):
@@ -149,6 +172,9 @@ def add_services(server: grpc.Server, store: ModelStore, limits: Limits, admissi
             "Predict": _handler(predict.Predict, predict_pb2.PredictRequest, predict_pb2.PredictResponse),
             "Classify": _handler(predict.Classify, classification_pb2.ClassificationRequest,
                                  classification_pb2.ClassificationResponse),
+            "Regress": _handler(predict.Regress, regression_pb2.RegressionRequest, regression_pb2.RegressionResponse),
+            "MultiInference": _handler(predict.MultiInference, inference_pb2.MultiInferenceRequest,
+                                       inference_pb2.MultiInferenceResponse),
             "GetModelMetadata": _handler(predict.GetModelMetadata, get_model_metadata_pb2.GetModelMetadataRequest,
                                          get_model_metadata_pb2.GetModelMetadataResponse),
         }),
@@ -157,3 +183,4 @@ def add_services(server: grpc.Server, store: ModelStore, limits: Limits, admissi
                                        get_model_status_pb2.GetModelStatusResponse),
         }),
     ))
+    add_health_service(server)

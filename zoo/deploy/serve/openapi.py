@@ -15,7 +15,7 @@ _ERRORS = {
     "405": "Method not allowed",
     "413": "Request body over the size limit",
     "429": "The server is at capacity (concurrency and queue limits); retry with backoff",
-    "501": "classify and regress are not supported",
+    "501": "A dtype JSON cannot carry (use gRPC), or an unsupported method",
     "504": "The request's deadline passed while it waited or ran",
 }
 _NAME = {"name": "model_name", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[^/:]+$"}}
@@ -29,6 +29,17 @@ _PREDICT_BODY = {
         "inputs": {"description": "columnar format: a tensor, or an object of tensors by input name"},
     },
 }
+_EXAMPLES_BODY = {
+    "type": "object",
+    "required": ["examples"],
+    "properties": {
+        "signature_name": {"type": "string"},
+        "context": {"type": "object", "description": "features added to every example"},
+        "examples": {"type": "array", "minItems": 1, "items": {"type": "object"},
+                     "description": "one tf.Example per element: feature name -> value or flat list"},
+    },
+}
+_RESULTS_OK = {"type": "object", "required": ["results"], "properties": {"results": {"type": "array"}}}
 _PREDICT_OK = {
     "type": "object",
     "properties": {"predictions": {}, "outputs": {},
@@ -59,6 +70,12 @@ def openapi_spec() -> dict:
             "summary": "Predict (row format `instances` or columnar `inputs`)", "parameters": params,
             "requestBody": {"required": True, "content": {"application/json": {"schema": _PREDICT_BODY}}},
             "responses": _responses(_PREDICT_OK, ("400", "404", "413", "429", "504"))}}
+        for verb, what in (("classify", "Classify: [[label, score], ...] per example"),
+                           ("regress", "Regress: one value per example")):
+            paths[base + ":" + verb] = {"post": {
+                "summary": what, "parameters": params,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _EXAMPLES_BODY}}},
+                "responses": _responses(_RESULTS_OK, ("400", "404", "413", "429", "504"))}}
     paths["/v1/openapi.json"] = {"get": {"summary": "This document", "responses": {
         "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
     return {

@@ -63,12 +63,13 @@ class Server:
             e.g. `Server(base, max_request_bytes=2**20)`.
         trust: what the user accepts of what `zoo scan` reports (`zoo.deploy.formats.unsafe.Trust`); a version
             holding any other op is refused (`ModelStore`).
+        cors: CORS headers on every REST response, as TF Serving's `--rest_api_enable_cors_support`.
     """
 
     def __init__(self, base_dir="saved_models", *, host: str = DEFAULT_HOST, rest_port: int = DEFAULT_REST_PORT,
                  grpc_port: int = DEFAULT_GRPC_PORT, poll_s: float = 1.0, batching: bool = False,
                  max_batch_size: int = 64, models=None, labels=None, limits: Limits | None = None,
-                 trust=None, **limit_overrides):
+                 trust=None, cors: bool = False, **limit_overrides):
         fields = {f.name for f in dataclasses.fields(Limits)}
         for key in limit_overrides:
             if key not in fields:
@@ -79,6 +80,7 @@ class Server:
         self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher,
                                 trust=trust)
         self.host = host
+        self.cors = cors
         self.rest_port, self.grpc_port = rest_port, grpc_port
         self._grpc = self._uvicorn = self._thread = None
 
@@ -135,7 +137,7 @@ class Server:
             sock.close()
             raise ServerStartError(f"Cannot bind REST to {self.host}:{self.rest_port}: {e.strerror}.") from None
         self.rest_port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(self.store, self.limits, self.admission), log_level="warning",
+        config = uvicorn.Config(create_app(self.store, self.limits, self.admission, cors=self.cors), log_level="warning",
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=5)
         self._uvicorn = uvicorn.Server(config)
         self._uvicorn.install_signal_handlers = lambda: None  # signals belong to the caller (serve_forever)

@@ -34,7 +34,7 @@ from zoo.errors import UnknownNameError, suggest
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE, read_warmup, versions
 from zoo.deploy.serve import codec
 from zoo.deploy.serve.config import CONFIG_FILE, model_names, read_config
-from zoo.deploy.serve.errors import ModelDirError, ServingError, invalid, not_found
+from zoo.deploy.serve.errors import ModelDirError, ServingError, graph_error_message, invalid, not_found
 
 log = logging.getLogger("zoo.serving")
 
@@ -75,7 +75,7 @@ class Servable:
         try:
             result = self._functions[key](**{k: tf.constant(v) for k, v in inputs.items()})
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as e:
-            raise invalid(str(e).strip().splitlines()[0]) from None
+            raise invalid(graph_error_message(e)) from None
         keep = list(output_filter) or list(result)
         return {k: result[k].numpy() for k in keep}
 
