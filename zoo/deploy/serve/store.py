@@ -102,6 +102,54 @@ class Servable:
         return n
 
 
+class RuntimeServable(Servable):
+    """A version folder holding an ONNX model (`*.onnx`) or an OpenVINO IR (`model.xml`), as `zoo export`
+    writes them, instead of a SavedModel: the same predict and metadata API (beyond TF Serving, which
+    loads SavedModels only). Its `serving_default` signature is built from the runtime's declared
+    inputs and outputs (`zoo.deploy.formats.runner.Runner`); the batch axis is the first."""
+
+    @classmethod
+    def open(cls, name: str, version: int, path: Path) -> "RuntimeServable | None":
+        from zoo.deploy.formats import onnx, openvino
+
+        onnx_files = sorted(path.glob("*.onnx"))
+        if onnx_files:
+            runner = onnx.open_runner(onnx_files[0])
+        elif openvino.recognise(path):
+            runner = openvino.open_runner(path)
+        else:
+            return None
+        signature = meta_graph_pb2.SignatureDef(method_name="tensorflow/serving/predict")
+        for specs, infos in ((runner.inputs, signature.inputs), (runner.outputs, signature.outputs)):
+            for spec in specs:
+                info = infos[spec.name]
+                info.name = f"{spec.name}:0"
+                info.dtype = tf.as_dtype(spec.dtype).as_datatype_enum
+                for d in (None, *spec.shape):
+                    info.tensor_shape.dim.add(size=-1 if d is None else int(d))
+        return cls(name, version, path, {SERVING_SIGNATURE: signature}, {SERVING_SIGNATURE: runner}, runner)
+
+    def run(self, signature_name: str, inputs: dict[str, np.ndarray], output_filter=()) -> dict[str, np.ndarray]:
+        outputs = self.signature(signature_name).outputs
+        unknown = sorted(set(output_filter) - set(outputs))
+        if unknown:
+            raise invalid(f"Output filter names {unknown} are not in the signature. Available: {sorted(outputs)}.")
+        try:
+            result = self._loaded.predict(inputs)
+        except (ValueError, TypeError, RuntimeError) as e:
+            raise invalid(str(e).strip().splitlines()[0]) from None
+        return {k: np.asarray(result[k]) for k in (list(output_filter) or list(result))}
+
+
+def load_servable(name: str, version: int, path: Path) -> Servable:
+    """A SavedModel version, else an ONNX or OpenVINO one (`RuntimeServable`)."""
+    if not (path / "saved_model.pb").is_file():
+        servable = RuntimeServable.open(name, version, path)
+        if servable is not None:
+            return servable
+    return Servable.load(name, version, path)
+
+
 class ModelStore:
     """Thread-safe registry of loaded versions, refreshed from the model directories by polling.
 
@@ -307,7 +355,7 @@ class ModelStore:
             log.error("%s", refused)
             return
         try:
-            servable = Servable.load(name, version, path)
+            servable = load_servable(name, version, path)
             n = servable.replay_warmup()
         except Exception as e:  # a corrupt version is reported, the others keep serving
             with self._lock:
