@@ -22,6 +22,9 @@ batching_session.cc`, guide `tensorflow_serving/batching/README.md`), configured
 
 Defaults are `BasicBatchScheduler::QueueOptions`'s (`tensorflow/core/kernels/batching_util/
 basic_batch_scheduler.h`: 1000 rows, no timeout, 10 batches) with one thread per core.
+With no timeout and a batch thread free, the request's own thread runs it (a hand-off to another
+Python thread costs a GIL switch, `sys.getswitchinterval()`, more than a small model's run); at most
+`num_batch_threads` batches run at once either way.
 A queue is one version, signature and output filter (and input shapes, without padding);
 outputs that are not one row per example are run request by request instead.
 """
@@ -130,6 +133,7 @@ class Batcher:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._wait: float | None = None
+        self._running = 0  # batches running, on batch threads or inline; at most num_batch_threads
         self.batch_sizes: collections.Counter = collections.Counter()  # requests per run -> runs
         self.padded_rows = 0
 
@@ -150,7 +154,29 @@ class Batcher:
         with self._cv:
             if not self._threads:
                 self._start_threads()
-            queue = self._queues.setdefault(self._key(task), collections.deque())
+            key = self._key(task)
+            inline = (p.batch_timeout_micros == 0 and not self._queues.get(key) and not p.allowed_batch_sizes
+                      and self._running < p.num_batch_threads)
+            if inline:
+                self._running += 1
+        if inline:  # a batch thread would take it at once: the caller runs it, without a thread hand-off
+            try:
+                self._run([task])
+            finally:
+                with self._cv:
+                    self._running -= 1
+                    self._cv.notify()
+        else:
+            self._enqueue(key, task)
+            task.done.wait()
+        if task.error is not None:
+            raise task.error
+        return task.result
+
+    def _enqueue(self, key, task: _Task) -> None:
+        p = self.params
+        with self._cv:
+            queue = self._queues.setdefault(key, collections.deque())
             if not queue or queue[-1].rows + task.rows > p.max_batch_size:
                 if len(queue) >= p.max_enqueued_batches:
                     raise ServingError("UNAVAILABLE", "The batch scheduling queue to which this task was submitted "
@@ -160,10 +186,6 @@ class Batcher:
             batch.tasks.append(task)
             batch.rows += task.rows
             self._cv.notify()
-        task.done.wait()
-        if task.error is not None:
-            raise task.error
-        return task.result
 
     def _start_threads(self) -> None:
         for i in range(self.params.num_batch_threads):
@@ -201,13 +223,19 @@ class Batcher:
     def _work(self) -> None:
         while True:
             with self._cv:
-                batch = self._next()
+                batch = self._next() if self._running < self.params.num_batch_threads else None
                 while batch is None:
                     if self._closed:
                         return
                     self._cv.wait(self._wait)
-                    batch = self._next()
-            self._run(batch.tasks)
+                    batch = self._next() if self._running < self.params.num_batch_threads else None
+                self._running += 1
+            try:
+                self._run(batch.tasks)
+            finally:
+                with self._cv:
+                    self._running -= 1
+                    self._cv.notify()
 
     def _pad_to(self, rows: int) -> int:
         for size in self.params.allowed_batch_sizes:
