@@ -109,9 +109,9 @@ def test_a_version_that_fails_to_load_or_warm_up_leaves_the_previous_one_serving
         assert server.store.served() == {"m": [3]}
 
 
-def _slow_batching(tmp_path):
+def _slow_batching(tmp_path, timeout_micros=3_000_000):
     params = tmp_path / "batching.config"
-    params.write_text("max_batch_size { value: 64 }\nbatch_timeout_micros { value: 3000000 }\n")  # 3 s
+    params.write_text(f"max_batch_size {{ value: 64 }}\nbatch_timeout_micros {{ value: {timeout_micros} }}\n")
     return params
 
 
@@ -135,7 +135,7 @@ def test_stop_drains_the_requests_in_flight(tmp_path):
     """What SIGTERM runs (`Server.serve_forever`): requests waiting in a batch are answered before it returns."""
     publish(tmp_path / "m", 1)
     server = Server(tmp_path, rest_port=0, grpc_port=0, poll_s=0, batching=True,
-                    batching_parameters=_slow_batching(tmp_path)).start()
+                    batching_parameters=_slow_batching(tmp_path, 1_000_000)).start()
     threads, results = _drain(server.rest_url)
     queued = lambda: sum(b.rows for q in list(server.batcher._queues.values()) for b in q)  # noqa: E731
     _wait(lambda: queued() == len(results))  # every request arrived and waits in the batch queue
