@@ -39,13 +39,22 @@ def _export(base: Path, formats) -> dict[str, str]:
     out = Path(tempfile.mkdtemp(prefix="zoo-serving-artifacts-"))
     report = export(model, out, list(formats), precision=("int8",), data=ExportData.from_dataset("mnist"))
     served = {}
-    for fmt in formats:
-        folder = next((p for p in out.iterdir() if p.is_dir() and p.name.startswith(fmt) and "int8" in p.name), None)
-        if folder is None:
-            raise RuntimeError(f"no {fmt} int8 artifact in {out}: {report}")
-        name = f"{MODEL}_{fmt}_int8"
-        shutil.copytree(folder, base / name / "1")
+    for result in report.to_dict()["results"]:
+        if result["format"] not in formats or result["precision"] != "int8":
+            continue
+        if result["status"] != "passed":
+            raise RuntimeError(f"{result['format']} int8 did not pass verification: {result.get('error')}")
+        name, source = f"{MODEL}_{result['format']}_int8", Path(result["path"])
+        version = base / name / "1"
+        if source.is_dir():
+            shutil.copytree(source, version)
+        else:
+            version.mkdir(parents=True)
+            shutil.copy(source, version / source.name)
         served[name] = "image"
+    missing = set(formats) - {n.split("_")[-2] for n in served}
+    if missing:
+        raise RuntimeError(f"no verified int8 artifact for {sorted(missing)} in {out}")
     return served
 
 

@@ -1,14 +1,17 @@
 """Beyond TF Serving: a version folder holding an ONNX model instead of a SavedModel answers the same
 predict, status and metadata API (REST and gRPC), next to SavedModel versions of the same model."""
 
+import threading
+
 import grpc
 import httpx
+import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from zoo.deploy.serve import Server
 
-from .versioned import publish, publish_onnx
+from .versioned import publish, publish_onnx, publish_openvino
 
 
 def test_an_onnx_version_serves_the_same_api_as_a_savedmodel(tmp_path):
@@ -35,3 +38,23 @@ def test_an_onnx_version_serves_the_same_api_as_a_savedmodel(tmp_path):
             response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=30)
         assert response.model_spec.version.value == 2
         assert tf.make_ndarray(response.outputs["version"]).tolist() == [[2.0]]
+
+
+def test_an_openvino_version_answers_concurrent_requests(tmp_path):
+    """The serving benchmark found concurrent requests failing on one OpenVINO infer request."""
+    pytest.importorskip("openvino")
+    publish_openvino(tmp_path / "m", 3)
+    with Server(tmp_path, rest_port=0, grpc_port=0, poll_s=0) as server:
+        results = [None] * 8
+
+        def call(i):
+            with httpx.Client() as http:
+                results[i] = [http.post(f"{server.rest_url}/v1/models/m:predict",
+                                        json={"instances": [[float(i)]]}, timeout=30).json() for _ in range(5)]
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(r == {"predictions": [[3.0]]} for rs in results for r in rs), results

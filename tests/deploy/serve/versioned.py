@@ -100,3 +100,17 @@ def publish_onnx(model_dir, version: int) -> Path:
     final = model_dir / str(version)
     os.rename(tmp, final)
     return final
+
+
+def publish_openvino(model_dir, version: int) -> Path:
+    """An OpenVINO IR version (`model.xml` + `model.bin`), converted from `publish_onnx`'s model."""
+    import openvino as ov
+
+    model_dir = Path(model_dir)
+    onnx_dir = publish_onnx(Path(tempfile.mkdtemp()) / "onnx", version)
+    tmp = model_dir / f".tmp-{version}"
+    tmp.mkdir(parents=True)
+    ov.save_model(ov.convert_model(str(onnx_dir / "model.onnx")), str(tmp / "model.xml"))
+    final = model_dir / str(version)
+    os.rename(tmp, final)
+    return final

@@ -116,7 +116,7 @@ class RuntimeServable(Servable):
         if onnx_files:
             runner = onnx.open_runner(onnx_files[0])
         elif openvino.recognise(path):
-            runner = openvino.open_runner(path)
+            runner = _OneAtATime(openvino.open_runner(path))  # one infer request per shape, not thread-safe
         else:
             return None
         signature = meta_graph_pb2.SignatureDef(method_name="tensorflow/serving/predict")
@@ -139,6 +139,19 @@ class RuntimeServable(Servable):
         except (ValueError, TypeError, RuntimeError) as e:
             raise invalid(str(e).strip().splitlines()[0]) from None
         return {k: np.asarray(result[k]) for k in (list(output_filter) or list(result))}
+
+
+class _OneAtATime:
+    """A runner whose `predict` runs one call at a time (onnxruntime's sessions are thread-safe; an
+    OpenVINO runner's cached infer requests are not: concurrent calls on one fail)."""
+
+    def __init__(self, runner):
+        self._runner, self._lock = runner, threading.Lock()
+        self.inputs, self.outputs = runner.inputs, runner.outputs
+
+    def predict(self, x):
+        with self._lock:
+            return self._runner.predict(x)
 
 
 def load_servable(name: str, version: int, path: Path) -> Servable:
