@@ -40,6 +40,7 @@ def test_an_onnx_version_serves_the_same_api_as_a_savedmodel(tmp_path):
         assert tf.make_ndarray(response.outputs["version"]).tolist() == [[2.0]]
 
 
+@pytest.mark.slow  # 4 s (OpenVINO's import and conversion); the ONNX case above is the default run's
 def test_an_openvino_version_answers_concurrent_requests(tmp_path):
     """The serving benchmark found concurrent requests failing on one OpenVINO infer request."""
     pytest.importorskip("openvino")
