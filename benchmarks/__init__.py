@@ -23,6 +23,7 @@ SUITES = {
     "inference": "benchmarks.inference",
     "serving": "benchmarks.serving_load",
     "serving-swap": "benchmarks.serving_swap",
+    "serving-artifacts": "benchmarks.serving_artifacts",
     "serving-fuzz": "benchmarks.serving_fuzz",
     "recipes": "benchmarks.recipes",
     "transfer": "benchmarks.transfer",

@@ -61,6 +61,7 @@ def measure(clients=(1, 8, 32), requests_per_client: int = 100, time_limit_s: fl
     too short to time.
     """
     x = _images(max(clients))
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="zoo-serving-load-") as base:
         _publish(base, x)
         rows = []
@@ -82,6 +83,7 @@ def measure(clients=(1, 8, 32), requests_per_client: int = 100, time_limit_s: fl
         "server": "zoo serve in a subprocess on 127.0.0.1 (uvicorn + Starlette, grpcio)",
         "requests_per_client": requests_per_client,
         "time_limit_s": time_limit_s,
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "rows": rows,
     }
 
@@ -158,13 +160,13 @@ class ServerProcess:
             self.proc.wait()
 
 
-def _rest_sender(server, body: bytes):
+def _rest_sender(server, body: bytes, model: str = MODEL):
     import httpx
 
     http = httpx.Client(base_url=server.rest_url, timeout=30, headers={"content-type": "application/json"})
 
     def send():
-        r = http.post(f"/v1/models/{MODEL}:predict", content=body)
+        r = http.post(f"/v1/models/{model}:predict", content=body)
         if r.status_code != 200 or len(r.json()["predictions"]) != 1:
             raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
 
@@ -180,13 +182,14 @@ def _grpc_sender(server, request):
 
     def send():
         response = stub.Predict(request, timeout=30)
-        if "predictions" not in response.outputs:
-            raise RuntimeError("no 'predictions' in the response")
+        if not response.outputs:
+            raise RuntimeError("no outputs in the response")
 
     return send, channel.close
 
 
-def _load(server, protocol: str, n: int, requests: int, time_limit_s: float, x: np.ndarray) -> dict:
+def _load(server, protocol: str, n: int, requests: int, time_limit_s: float, x: np.ndarray, model: str = MODEL,
+          input_name: str = "image") -> dict:
     """n closed-loop clients, `requests` each; latency per request, throughput over the whole run."""
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
@@ -195,11 +198,11 @@ def _load(server, protocol: str, n: int, requests: int, time_limit_s: float, x: 
     for i in range(n):
         image = x[i : i + 1]
         if protocol == "rest":
-            senders.append(_rest_sender(server, json.dumps({"instances": image.tolist()}).encode()))
+            senders.append(_rest_sender(server, json.dumps({"instances": image.tolist()}).encode(), model))
         else:
             request = predict_pb2.PredictRequest()
-            request.model_spec.name = MODEL
-            request.inputs["image"].CopyFrom(tf.make_tensor_proto(image))
+            request.model_spec.name = model
+            request.inputs[input_name].CopyFrom(tf.make_tensor_proto(image))
             senders.append(_grpc_sender(server, request))
     for send, _ in senders:  # connect and warm each connection, untimed
         send()
@@ -257,9 +260,15 @@ def markdown(result: dict) -> str:
         f"{result['model']}, {result['request']}. {result['server']}. Clients are threads in the benchmark "
         f"process, {result['requests_per_client']} requests each, closed loop, one connection each, capped at "
         f"{result['time_limit_s']:g} s per row. Machine: {m['cpus']} CPUs ({m['cpu_model']}), TensorFlow "
-        f"{m['tensorflow']}; clients and server share these cores.\n\n"
+        f"{m['tensorflow']}; clients and server share these cores.{_load_note(result)}\n\n"
         + markdown_table(result["rows"], columns)
     )
+
+
+def _load_note(result: dict) -> str:
+    load = result.get("load_average_1min")
+    return (f" The machine's 1-minute load average was {load[0]:g} at the start and {load[1]:g} at the end "
+            "(other processes shared it)." if load else "")
 
 
 def plots(result: dict, folder, stem: str = "serving") -> list[Path]:

@@ -446,11 +446,14 @@ def test_a_new_version_is_picked_up_without_failures_and_a_removed_one_is_droppe
 
 
 def test_a_corrupt_version_is_reported_and_the_others_keep_serving(tmp_path, models, mnist):
+    # Published once version 1 serves: TF Serving's default policy (latest) aspires only version 2, and its
+    # AvailabilityPreservingPolicy keeps 1 until 2 is AVAILABLE (core/availability_preserving_policy.cc).
     publish_saved_model(models[0], tmp_path, "lenet5")
-    broken = tmp_path / "lenet5" / "2"
-    broken.mkdir()
-    (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
     with Server(tmp_path, rest_port=0, grpc_port=0, poll_s=0) as server:
+        broken = tmp_path / "lenet5" / "2"
+        broken.mkdir()
+        (broken / "saved_model.pb").write_bytes(b"not a SavedModel")
+        server.store.refresh()
         status = httpx.get(f"{server.rest_url}/v1/models/lenet5").json()["model_version_status"]
         assert [(s["version"], s["state"]) for s in status] == [("1", "AVAILABLE"), ("2", "END")]
         assert status[1]["status"]["error_code"] == "UNKNOWN" and status[1]["status"]["error_message"]

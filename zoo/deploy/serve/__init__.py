@@ -8,12 +8,16 @@ records, signature names), zoo.deploy.scan (every version is scanned before it l
 - `zoo.deploy.formats.tf_serving`: `publish` (atomic integer versions), `versions`, warmup records
   (`assets.extra/tf_serving_warmup_requests`), re-exported here.
 - `config.py`: `models.config` (`write_config`) and `docker_command`.
-- `store.py`: the served versions, kept in step with the directory by polling; each scanned
-  (`zoo.deploy.scan`) before it loads.
+- `model_config.py`: TF Serving's `--model_config_file` and `--monitoring_config_file`, read and checked
+  as `tensorflow_model_server` does (version policies, labels); `protos.py`: the two config messages
+  the tensorflow-serving-api wheel lacks.
+- `store.py`: the served versions, kept in step with the config and the directories by polling; each
+  scanned (`zoo.deploy.scan`) before it loads.
+- `monitoring.py`: the Prometheus endpoint with TF Serving's metric names.
 - `limits.py`: request size, JSON depth, concurrency, queue, deadline, non-finite inputs (`Limits`),
   and the admission both APIs share; `openapi.py`: the REST API's OpenAPI description.
 - `codec.py`, `errors.py`, `metadata.py`: wire formats, status codes, signature metadata.
-- `rest.py` (Starlette), `grpc_service.py` (grpcio), `server.py` (both), `batching.py`.
+- `rest.py` (Starlette), `grpc_service.py` (grpcio), `server.py` (both), `batching.py` (`BatchingParameters`).
 - `client.py`: `Client(url)` over REST or gRPC.
 
 """

@@ -117,11 +117,16 @@ def docker_command(base_dir: Path | str, *, rest_port: int = 8501, grpc_port: in
     records are replayed by default (`--enable_model_warmup=true`).
     """
     mount = f"{Path(base_dir).resolve()}:{CONTAINER_BASE}"
+    config_path = Path(base_dir) / config_file
+    # server_core.cc checks labels before the first config's versions load: TF Serving refuses to start on a
+    # config with labels unless they may name versions not yet available.
+    labelled = config_path.is_file() and any(e.version_labels for e in read_config(config_path).model_config_list.config)
     args = [
         "docker", "run", "--rm", "-p", f"{rest_port}:8501", "-p", f"{grpc_port}:8500",
         "-v", mount, image,
         f"--model_config_file={CONTAINER_BASE}/{config_file}",
         f"--model_config_file_poll_wait_seconds={poll_s}",
         "--file_system_poll_wait_seconds=1",
+        *(["--allow_version_labels_for_unavailable_models=true"] if labelled else []),
     ]
     return shlex.join(args)

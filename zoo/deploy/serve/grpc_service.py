@@ -30,6 +30,7 @@ from tensorflow_serving.apis import (
     get_model_metadata_pb2,
     get_model_status_pb2,
     inference_pb2,
+    model_management_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
@@ -149,6 +150,25 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         return self.store.status(*_spec(request.model_spec))
 
 
+def handle_reload_config_request(store: ModelStore, request, context) -> model_management_pb2.ReloadConfigResponse:
+    """`ModelService.HandleReloadConfigRequest` (`model_servers/model_service_impl.cc`): applies the
+    request's ModelServerConfig (`ModelStore.apply_config`); a config it refuses fails the call with its
+    code and leaves the old config serving."""
+    from zoo.deploy.serve.model_config import ConfigError
+
+    if request.config.WhichOneof("config") != "model_config_list":
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "ServerModelConfig type not supported by "
+                      "HandleReloadConfigRequest. Only ModelConfigList is currently supported")
+    try:
+        store.apply_config(request.config)
+    except ConfigError as e:
+        log.error("ReloadConfig failed: %s", e)
+        context.abort(grpc.StatusCode[e.code], str(e))
+    response = model_management_pb2.ReloadConfigResponse()
+    response.status.SetInParent()  # error_code OK
+    return response
+
+
 WARNINGS_KEY = "zoo-warnings"
 
 
@@ -181,6 +201,9 @@ def add_services(server: grpc.Server, store: ModelStore, limits: Limits, admissi
         grpc.method_handlers_generic_handler("tensorflow.serving.ModelService", {
             "GetModelStatus": _handler(models.GetModelStatus, get_model_status_pb2.GetModelStatusRequest,
                                        get_model_status_pb2.GetModelStatusResponse),
+            "HandleReloadConfigRequest": _handler(functools.partial(handle_reload_config_request, store),
+                                                  model_management_pb2.ReloadConfigRequest,
+                                                  model_management_pb2.ReloadConfigResponse),
         }),
     ))
     add_health_service(server)

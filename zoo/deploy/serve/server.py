@@ -21,9 +21,11 @@ import threading
 import grpc
 import uvicorn
 
-from zoo.deploy.serve.batching import Batcher
+from zoo.deploy.serve import model_config
+from zoo.deploy.serve.batching import Batcher, BatchingParameters
 from zoo.deploy.serve.grpc_service import add_services
 from zoo.deploy.serve.limits import Admission, Limits
+from zoo.deploy.serve.monitoring import Metrics, RestMetrics, grpc_interceptor
 from zoo.deploy.serve.rest import create_app
 from zoo.deploy.serve.store import ModelStore
 from zoo.errors import UnknownNameError, ZooError
@@ -55,8 +57,14 @@ class Server:
         base_dir: TF Serving base directory; models are its subdirectories with integer versions.
         host: interface to bind (loopback by default; any other address logs a warning).
         rest_port, grpc_port: ports; 0 picks a free one (see `rest_port`/`grpc_port` after `start`).
-        poll_s: seconds between scans for new or removed versions.
-        batching: run concurrent requests as one batch (`zoo.deploy.serve.batching`).
+        poll_s: seconds between scans for new or removed versions (`--file_system_poll_wait_seconds`).
+        batching: run concurrent requests as one batch (`--enable_batching`); `batching_parameters`
+            (a `BatchingParameters`, or the path of its text proto: `--batching_parameters_file`)
+            configures it, `max_batch_size` is a shortcut for its field.
+        config, config_file, config_poll_s, allow_unavailable_labels: the models and their version
+            policies (`--model_config_file`, ...); see `ModelStore`.
+        monitoring: a `MonitoringConfig` or the path of its text proto (`--monitoring_config_file`):
+            the Prometheus endpoint (`zoo.deploy.serve.monitoring`), off without one.
         models, labels: see `ModelStore`.
         limits: request size, JSON depth, concurrency, queue, deadline, non-finite inputs
             (`zoo.deploy.serve.limits.Limits`); any of its fields may also be given as a keyword,
@@ -68,19 +76,33 @@ class Server:
 
     def __init__(self, base_dir="saved_models", *, host: str = DEFAULT_HOST, rest_port: int = DEFAULT_REST_PORT,
                  grpc_port: int = DEFAULT_GRPC_PORT, poll_s: float = 1.0, batching: bool = False,
-                 max_batch_size: int = 64, models=None, labels=None, limits: Limits | None = None,
-                 trust=None, cors: bool = False, **limit_overrides):
+                 max_batch_size: int | None = None, batching_parameters=None, models=None, labels=None,
+                 limits: Limits | None = None, trust=None, config=None, config_file=None,
+                 config_poll_s: float = 0.0, allow_unavailable_labels: bool = False, monitoring=None,
+                 cors: bool = False, **limit_overrides):
         fields = {f.name for f in dataclasses.fields(Limits)}
         for key in limit_overrides:
             if key not in fields:
                 raise UnknownNameError("Server argument", key, sorted(fields))
         self.limits = dataclasses.replace(limits or Limits(), **limit_overrides)
         self.admission = Admission(self.limits.max_concurrent_requests, self.limits.max_queued_requests)
-        self.batcher = Batcher(max_batch_size=max_batch_size) if batching else None
-        self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher,
-                                trust=trust)
-        self.host = host
+        self.batcher = None
+        if batching:
+            if isinstance(batching_parameters, (str, bytes)) or hasattr(batching_parameters, "__fspath__"):
+                batching_parameters = BatchingParameters.read(batching_parameters)
+            fields = {"max_batch_size": max_batch_size} if max_batch_size is not None else {}
+            if fields and batching_parameters is None:
+                fields["allowed_batch_sizes"] = ()
+            self.batcher = Batcher(batching_parameters, **fields)
+        if isinstance(monitoring, (str, bytes)) or hasattr(monitoring, "__fspath__"):
+            monitoring = model_config.read_monitoring_config(monitoring)
+        self.prometheus_path = model_config.prometheus_path(monitoring)
+        self.metrics = Metrics()
         self.cors = cors
+        self.store = ModelStore(base_dir, models, labels=labels, poll_s=poll_s, runner=self.batcher,
+                                trust=trust, config=config, config_file=config_file, config_poll_s=config_poll_s,
+                                allow_unavailable_labels=allow_unavailable_labels, metrics=self.metrics)
+        self.host = host
         self.rest_port, self.grpc_port = rest_port, grpc_port
         self._grpc = self._uvicorn = self._thread = None
 
@@ -112,6 +134,7 @@ class Server:
         # beyond that grpcio itself answers RESOURCE_EXHAUSTED instead of queueing in its executor.
         workers = self.admission.capacity + 4
         self._grpc = grpc.server(concurrent.futures.ThreadPoolExecutor(workers, "zoo-grpc"),
+                                 interceptors=[grpc_interceptor(self.metrics)],
                                  maximum_concurrent_rpcs=workers,
                                  options=[("grpc.max_receive_message_length", self.limits.max_request_bytes),
                                           ("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)])
@@ -137,7 +160,9 @@ class Server:
             sock.close()
             raise ServerStartError(f"Cannot bind REST to {self.host}:{self.rest_port}: {e.strerror}.") from None
         self.rest_port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(self.store, self.limits, self.admission, cors=self.cors), log_level="warning",
+        app = RestMetrics(create_app(self.store, self.limits, self.admission, cors=self.cors), self.metrics,
+                          self.store, self.prometheus_path)
+        config = uvicorn.Config(app, log_level="warning",
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=5)
         self._uvicorn = uvicorn.Server(config)
         self._uvicorn.install_signal_handlers = lambda: None  # signals belong to the caller (serve_forever)
@@ -160,11 +185,14 @@ class Server:
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stops accepting requests, lets those in flight finish (up to `grace_s`), unloads."""
+        grpc_stopped = self._grpc.stop(grace_s) if self._grpc is not None else None  # both drain at once
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
             self._thread.join(grace_s + 5)
-        if self._grpc is not None:
-            self._grpc.stop(grace_s).wait()
+        if grpc_stopped is not None:
+            grpc_stopped.wait()
+        if self.batcher is not None:
+            self.batcher.close()
         self.store.stop()
 
     def serve_forever(self, ready=None) -> None:
