@@ -70,7 +70,7 @@ def make_converter(saved_model_dir: str, allow_flex: bool = False):
 def _representative(conversion, example_shape, rgb: bool = False):
     """Calibration batches of one example, by input name (the converter feeds the signature by name);
     `rgb`: grayscale images repeated to R = G = B, for a graph behind an RGB front."""
-    x = conversion.inputs(CALIBRATION)
+    x = conversion.numeric_inputs(CALIBRATION)
     n = min(len(next(iter(x.values()))), conversion.target.options.get("calibration_samples") or 200)
 
     def gen():
