@@ -37,22 +37,18 @@ import re
 
 import numpy as np
 
+from zoo.data.text_rules import PUNCTUATION_CLASS, SPLIT, STRIP, WHITESPACE, ascii_lower
 from zoo.deploy.formats.runner import Runner
 from zoo.errors import ZooError
 
 FRONT_LAYERS = ("TextVectorization",)
-PUNCTUATION = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'"  # Keras's DEFAULT_STRIP_REGEX, as a set
-_STRIP = re.compile("[" + re.escape(PUNCTUATION) + "]")
-WHITESPACE = " \t\n\v\f\r"  # what tf.strings.split splits on (ASCII isspace)
-_SPLIT = re.compile("[ \t\n\v\f\r]+")
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 STANDARDIZE = (None, "lower_and_strip_punctuation", "lower", "strip_punctuation")
 SPLITS = (None, "whitespace", "character")
 MODES = ("int", "multi_hot", "count")
 IDS_INPUT = "token_ids"  # the numeric model's input
 
 # RE2 (MediaPipe's regex engine): whitespace runs with the punctuation around them, or punctuation at either end.
-_P = "[" + "".join("\\" + c if c in "\\]^-[" else c for c in PUNCTUATION) + "]"
+_P = PUNCTUATION_CLASS
 DELIMITER = f"{_P}*[ \\t\\n\\v\\f\\r]+{_P}*|^{_P}+|{_P}+$"
 PAD, UNKNOWN = "<PAD>", "<UNKNOWN>"
 VOCABULARY_FILE = "vocab.txt"
@@ -99,10 +95,10 @@ class TextFront:
     def tokens(self, text: str) -> list[str]:
         """The tokens of one string, as TextVectorization makes them (n-grams included)."""
         if self.standardize in ("lower", "lower_and_strip_punctuation"):
-            text = text.translate(_ASCII_LOWER)
+            text = ascii_lower(text)
         if self.standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
-            text = _STRIP.sub("", text)
-        words = ([w for w in _SPLIT.split(text) if w] if self.split == "whitespace" else
+            text = STRIP.sub("", text)
+        words = ([w for w in SPLIT.split(text) if w] if self.split == "whitespace" else
                  list(text) if self.split == "character" else [text])
         if not self.ngrams:
             return words
@@ -190,24 +186,6 @@ def _capitalized(word: str) -> str:
 
 def _ascii_upper(word: str) -> str:
     return "".join(c.upper() if "a" <= c <= "z" else c for c in word)
-
-
-def inner_forms(texts, vocabulary, limit: int = 20000) -> dict:
-    """{written form: token} of the whitespace chunks of `texts` with punctuation inside a word (e.g. "don't",
-    "sperm-whale"), lower-cased, whose stripped token is in `vocabulary`: what MediaPipe's tokenizer needs
-    listed to find them (the module docstring)."""
-    known, out = set(vocabulary), {}
-    edge = re.compile(f"^{_P}+|{_P}+$")
-    for text in texts:
-        for chunk in _SPLIT.split(str(text).translate(_ASCII_LOWER)):
-            form = edge.sub("", chunk)
-            if form and _STRIP.search(form):
-                token = _STRIP.sub("", form)
-                if token in known:
-                    out.setdefault(form, token)
-                    if len(out) >= limit:
-                        return out
-    return out
 
 
 def _strings(texts, name: str) -> list[str]:
