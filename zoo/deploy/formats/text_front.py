@@ -226,13 +226,16 @@ def of_model(model, input_name: str | None = None) -> TextFront | None:
 
 def declare(model, meta, signature):
     """zoo's metadata `meta` (a `ModelMetadata` or None) with the model's front-end declared (`front_end`), for a
-    model with one; `meta` itself for any other. A model without metadata gets `metadata.describe`'s. The inner
+    model with one zoo can carry; `meta` itself for any other. A model without metadata gets `metadata.describe`'s. The inner
     punctuation forms come from the training texts, where zoo's text input recorded them (`inner_forms`)."""
     import dataclasses
 
     from zoo.deploy.formats import metadata as metadata_lib
 
-    front = of_model(model, signature.inputs[0].name if len(signature.inputs) == 1 else None)
+    try:
+        front = of_model(model, signature.inputs[0].name if len(signature.inputs) == 1 else None)
+    except FrontEndError:  # settings zoo cannot apply outside the graph: the formats refuse the string ops
+        return meta
     if front is None:
         return meta
     if meta is None:
