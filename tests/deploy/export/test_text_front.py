@@ -178,3 +178,19 @@ def test_openvino_and_tfjs_take_raw_strings(text_model, tmp_path):
     for r in report.results:
         got = np.asarray(load(r.path).runner.predict(texts[:20])["predictions"])
         assert np.max(np.abs(got - expected)) <= 1e-5, r.label
+
+
+@pytest.mark.slow  # a TF.js export and headless Chromium: ~40 s
+def test_tfjs_page_tokenizes_raw_strings_as_keras_does(text_model, tmp_path):
+    from tests.deploy.artifacts import test_web_page as web
+
+    if web.CHROMIUM is None or not web.tfjs_page.TFJS_BUNDLE.is_file():
+        pytest.skip("no chromium or no npm tfjs bundle (see tests/deploy/artifacts/test_web_page.py)")
+    model, texts, _ = text_model
+    report = zoo.deploy.export.export(model, tmp_path / "export", ["tfjs"], latency_runs=0, verify=False,
+                                      data=ExportData(test=texts))
+    assert report.ok, report.table()
+    cases = [{"text": str(t)} for t in texts[:20]]
+    result = web._browser_outputs(tmp_path / "export" / "tfjs_float32", cases, tmp_path)
+    got = np.asarray([np.asarray(o)[0] for o in result["outputs"]])
+    np.testing.assert_allclose(got, np.asarray(model.predict(texts[:20], verbose=0)), atol=1e-5)
