@@ -33,7 +33,6 @@ Two rules differ and are named in the export's report (`MOBILE_RULES`): a word i
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
