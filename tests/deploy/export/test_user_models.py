@@ -308,7 +308,7 @@ def test_text_vectorization_is_carried_as_data_by_the_formats_without_string_ops
     raw = np.array(["a Cat ran", "the dog", "birds!"], object)[:, None]
     expected = np.asarray(model(raw))
     for r in report.results:
-        got = load(r.path).predict(raw)
+        got = load(r.path).runner.predict(raw)
         assert np.max(np.abs(np.asarray(got["logits"]) - expected)) <= FLOAT32, r.label
 
 

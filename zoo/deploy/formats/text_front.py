@@ -2,10 +2,10 @@
 
 String ops and lookup tables run in TensorFlow only: TFLite's builtins, ONNX, OpenVINO and TF.js have
 none of `StringLower`, `StaticRegexReplace`, `StringSplitV2` or `LookupTableFindV2` (keras-team/keras#19396,
-tensorflow/tensorflow#43042, tensorflow/tfjs#7866). `onnxruntime-extensions` and `openvino-tokenizers` would
-run them, but their pins clash with zoo's stack (TensorFlow 2.21, protobuf 7), so every format but the
-SavedModel takes the numeric model after the front-end (`split`: token ids in, the same outputs), and
-carries the front-end as data: `TextFront`, in zoo's metadata (`ModelMetadata.front_end`) inside the
+tensorflow/tensorflow#43042, tensorflow/tfjs#7866). `openvino-tokenizers` would run them in OpenVINO, but it
+pins another OpenVINO than zoo's; `onnxruntime-extensions` would in onnxruntime, at the price of a custom-op
+library on every client. So every format but the SavedModel takes the numeric model after the front-end
+(`split`: token ids in, the same outputs under the same names), and carries the front-end as data: `TextFront`, in zoo's metadata (`ModelMetadata.front_end`) inside the
 artifact. `wrap` puts it in front of any runner whose artifact takes the ids, so export verification,
 `zoo predict` and `zoo val` give every artifact raw strings, as Keras is given them; TF.js's page and
 the mobile clients read the same declaration (`tfjs_page`, `mobile`).
