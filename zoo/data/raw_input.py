@@ -204,6 +204,9 @@ class TextInput:
     sequence_length: int
     column: Optional[str] = None  # the text column, for data read from a table
     kind: str = "text"
+    # The train texts' words written with inner punctuation ("don't" -> "dont"): what a tokenizer without
+    # TextVectorization's punctuation stripping must list (`zoo.data.text_rules.inner_forms`).
+    inner_forms: dict = dataclasses.field(default_factory=dict, compare=False)
 
     @property
     def core_shape(self) -> tuple:
@@ -241,7 +244,7 @@ class TextInput:
     def to_dict(self) -> dict:
         # The vocabulary lives in the model; the description keeps its size only.
         return {"kind": self.kind, "vocabulary_size": len(self.vocabulary), "sequence_length": self.sequence_length,
-                "text_column": self.column}
+                "text_column": self.column, **({"inner_forms": dict(self.inner_forms)} if self.inner_forms else {})}
 
     @classmethod
     def fit(cls, texts: Sequence[str], max_tokens: int = 20000, sequence_length: Optional[int] = None) -> "TextInput":
@@ -257,7 +260,9 @@ class TextInput:
         if sequence_length is None:
             lengths = [len(t.split()) for t in texts]
             sequence_length = int(min(max(np.percentile(lengths, 95), 8), 512))
-        return cls(tuple(vocabulary), int(sequence_length))
+        from zoo.data.text_rules import inner_forms
+
+        return cls(tuple(vocabulary), int(sequence_length), inner_forms=inner_forms(texts, vocabulary))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -341,6 +346,6 @@ def from_dict(d: dict):
                           {k: tuple(v) for k, v in d.get("categories", {}).items()},
                           None if scale is None else tuple(scale), d.get("scaling", "standard"), d.get("clip"))
     if kind == "text":
-        return TextInput((), int(d["sequence_length"]), d.get("text_column"))
+        return TextInput((), int(d["sequence_length"]), d.get("text_column"), inner_forms=dict(d.get("inner_forms") or {}))
     return SeriesInput(int(d["window"]), int(d["horizon"]), tuple(d["columns"]), d["target"], tuple(d["mean"]),
                        tuple(d["std"]), d.get("time_column"))

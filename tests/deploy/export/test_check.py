@@ -33,12 +33,16 @@ def _lstm():
                              keras.layers.Dense(3, activation="softmax", name="head")], name="lstm_model")
 
 
-def _text_model():
+def _text_model(output_mode="int"):
+    """TextVectorization in front: "int" ids zoo carries as data outside the graph; "tf_idf" it does not."""
     texts = np.array(["the cat sat", "a dog ran far", "the bird flew", "cats and dogs"])
-    vectorize = keras.layers.TextVectorization(max_tokens=20, output_sequence_length=6, name="vectorize")
+    vectorize = keras.layers.TextVectorization(max_tokens=20, output_sequence_length=6 if output_mode == "int" else None,
+                                               output_mode=output_mode, name="vectorize")
     vectorize.adapt(texts)
     text = keras.Input((1,), dtype="string", name="text")
-    x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(vectorize(text)))
+    x = vectorize(text)
+    if output_mode == "int":
+        x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(x))
     return keras.Model(text, keras.layers.Dense(2, name="logits")(x), name="text_model")
 
 
@@ -116,8 +120,14 @@ def test_without_its_route_an_lstm_needs_flex_in_tflite(monkeypatch):
     assert "--allow-flex" in report.table() and "batch-1 graph" in report.table()
 
 
+def test_a_carried_text_vectorization_runs_everywhere():
+    report = zoo.deploy.export.check(_text_model(), FORMATS)
+    assert report.ok, report.table()
+    assert all("carried as data" in " ".join(r.notes) for r in report.results if r.format != "saved_model")
+
+
 def test_string_splitting_is_flagged_for_onnx_as_the_real_conversion_fails(tmp_path):
-    model = _text_model()
+    model = _text_model("tf_idf")  # not carried outside the graph: the formats meet the string ops
     report = zoo.deploy.export.check(model, FORMATS)
     onnx = report.result("onnx")
     flagged = {g.op for g in onnx.gaps}
@@ -161,7 +171,7 @@ def test_cli_check_exit_codes_and_output(tmp_path, capsys):
     written = json.loads((tmp_path / "ci" / "check.json").read_text())
     assert written["ok"] and written["results"][1]["status"] == "runs via route"
     text = tmp_path / "text.keras"
-    _text_model().save(text)
+    _text_model("tf_idf").save(text)
     assert cli.main(["export", "--check", str(text), "--formats", "saved_model,onnx"]) == 1
     assert "StringSplitV2" in capsys.readouterr().out
     ok = tmp_path / "cnn.keras"

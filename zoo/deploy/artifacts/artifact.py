@@ -29,7 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 from zoo.errors import ZooError
-from zoo.deploy.formats import KINDS, detect, expected_text
+from zoo.deploy.formats import KINDS, detect, expected_text, text_front
 from zoo.deploy.formats.base import ArtifactError
 from zoo.deploy.formats.runner import DEFAULT_THREADS
 from zoo.deploy.formats.metadata import ModelMetadata
@@ -188,7 +188,7 @@ def load(artifact, *, threads: int = DEFAULT_THREADS, trust=None) -> Artifact:
         raise ArtifactError(f"{path}: its zoo metadata cannot be read ({_what(e)}); the {name} artifact is damaged "
                             "or was not written by zoo.") from None
     try:
-        runner = kind.open_runner(path, threads=threads)
+        runner = text_front.wrap(kind.open_runner(path, threads=threads), text_front.of_metadata(text))
     except (ZooError, ImportError):  # ours already say what is wrong; a runtime not installed says what to install
         raise
     except Exception as e:  # the runtime refuses the file: a truncated or corrupt artifact

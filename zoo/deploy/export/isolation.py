@@ -67,8 +67,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         return result
     t1 = time.perf_counter()
     try:
-        verification = verify(module.open_runner(converted.path, example=conversion.example()),
-                              conversion)
+        verification = verify(_open(module, converted.path, conversion), conversion)
     except CannotVerify as e:
         result.notes.append(f"not verified: {e}")
         result.verify_s = time.perf_counter() - t1
@@ -86,6 +85,16 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
         remedy = int8_remedy(verification, job)
         result.error = "; ".join(verification.problems) + (f". {remedy}" if remedy else "")
     return result
+
+
+def _open(module, path, conversion):
+    """The artifact in its runtime, taking what Keras takes: behind the front-end the format carries as data
+    (`zoo.deploy.formats.text_front`), which encodes the raw strings."""
+    from zoo.deploy.formats import text_front
+
+    if conversion.front is None:
+        return module.open_runner(path, example=conversion.example())
+    return text_front.wrap(module.open_runner(path, example=None), conversion.front)
 
 
 def _serve(inbox: Connection, outbox: Connection) -> None:

@@ -1,4 +1,5 @@
-"""The report's "mobile client" column: TFLite image classifiers run in the real MediaPipe Tasks (issue 28).
+"""The report's "mobile client" column: TFLite image and text classifiers run in the real MediaPipe Tasks
+(issues 28 and 40).
 
 After the artifacts are written and verified, every TFLite artifact whose standard metadata names
 classes (`labels.txt`) and describes an image input is given to MediaPipe Tasks' `ImageClassifier`
@@ -25,7 +26,12 @@ import numpy as np
 
 from zoo.deploy.formats.tflite_file import TFLiteFile
 
+# A text classifier (issue 40) with RegexTokenizer metadata goes to MediaPipe's TextClassifier instead, on up to
+# `TEXTS` of the raw test strings; where its top-1 differs from Keras's, the column names the tokenizer rules
+# that differ (`zoo.deploy.formats.text_front.MOBILE_RULES`).
+
 IMAGES = 20
+TEXTS = 200  # raw test strings a text classifier is given (MediaPipe's TextClassifier)
 CLIENT = "mediapipe"
 
 
@@ -41,6 +47,7 @@ class ClientCheck:
     names_from_file: bool = False
     version: str = ""
     why: str = ""
+    rules: str = ""  # a text classifier's tokenizer rules that differ from Keras's (`text_front.MOBILE_RULES`)
 
     @property
     def text(self) -> str:
@@ -50,7 +57,8 @@ class ClientCheck:
             hint = next((h for said, h in _HINTS if said in self.why), "")
             return f"{self.client} refused{hint}"
         names = "" if self.names_from_file else ", names NOT from the file"
-        return f"{self.client} top-1 {self.top1_agree}/{self.images}{names}"
+        rules = f" (tokenizer rules that differ: {self.rules})" if self.rules and self.top1_agree < self.images else ""
+        return f"{self.client} top-1 {self.top1_agree}/{self.images}{names}{rules}"
 
 
 # What a refusal says -> what to do about it (the messages of issue 28).
@@ -70,6 +78,46 @@ def _classifier(path: str):
     if shape is None:
         return None
     return standard.labels, *standard.normalization, shape
+
+
+def _text_classifier(path: str):
+    """The class names of a TFLite text classifier whose standard metadata tokenizes raw strings (a
+    RegexTokenizerOptions on its input), else None."""
+    from zoo.deploy.formats import tflite_metadata
+
+    standard = tflite_metadata.read(path)
+    if standard is None or not standard.labels:
+        return None
+    inputs = standard.metadata.get("subgraph_metadata", [{}])[0].get("input_tensor_metadata", [])
+    units = [u["options"][0] for t in inputs for u in t.get("process_units", [])]
+    return standard.labels if "RegexTokenizerOptions" in units else None
+
+
+def _check_texts(paths: dict, test_x: dict, references: dict, class_names) -> dict:
+    """{path: ClientCheck} of MediaPipe's TextClassifier on up to `TEXTS` raw test strings, against Keras."""
+    from zoo.deploy.formats import mobile_clients
+    from zoo.deploy.formats.text_front import MOBILE_RULES
+
+    why = mobile_clients.absent(CLIENT) or ("the model takes more than one input" if len(test_x) != 1 else None)
+    if why:
+        return {path: ClientCheck(CLIENT, why=why) for path in paths}
+    texts = [t.decode() if isinstance(t, bytes) else str(t)
+             for t in np.asarray(next(iter(test_x.values())), dtype=object).reshape(-1)[:TEXTS]]
+    keras_top1 = np.argmax(next(iter(references.values()))[: len(texts)], -1)
+    out = {}
+    for path, labels in paths.items():
+        try:
+            answer = mobile_clients.mediapipe_classify_text([path], texts)
+        except mobile_clients.ClientError as e:  # a refusal is the finding
+            out[path] = ClientCheck(CLIENT, accepted=False, why=str(e)[-300:])
+            continue
+        top = [r[0] for r in answer["results"][path]]
+        out[path] = ClientCheck(
+            CLIENT, accepted=True, images=len(top), version=answer.get("version", ""),
+            top1_agree=int(sum(t["index"] == k for t, k in zip(top, keras_top1))),
+            names_from_file=all(t["name"] == labels[t["index"]] for t in top)
+            and (class_names is None or list(labels) == list(class_names)), rules=MOBILE_RULES)
+    return out
 
 
 def _known_refusal(path: str, shape: tuple) -> str | None:
@@ -100,10 +148,12 @@ def check(results, test_x: dict, references: dict, class_names, *, random_data: 
     from zoo.deploy.export.results import EXPORT_FAILED
     from zoo.deploy.formats import mobile_clients
 
-    found = {r.path: _classifier(r.path) for r in results
-             if r.format == "tflite" and r.path and r.status != EXPORT_FAILED}
+    written = [r.path for r in results if r.format == "tflite" and r.path and r.status != EXPORT_FAILED]
+    texts = {path: labels for path, labels in ((p, _text_classifier(p)) for p in written) if labels}
+    out = _check_texts(texts, test_x, references, class_names) if texts and not random_data else \
+        {path: ClientCheck(CLIENT, why="no text data (random inputs): give --data") for path in texts}
+    found = {path: _classifier(path) for path in written if path not in texts}
     found = {path: c for path, c in found.items() if c is not None}
-    out = {}
     for path, (_, _, _, shape) in list(found.items()):
         refusal = _known_refusal(path, shape)
         if refusal:

@@ -101,12 +101,18 @@ class ExportPlan:
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
+    def carries_front(self) -> bool:
+        """Whether the model has a front-end the formats carry as data (they convert the numeric model after it,
+        split from the .keras file: `zoo.deploy.formats.text_front`)."""
+        return self.metadata is not None and self.metadata.front_end is not None
+
+    @property
     def needs_keras_file(self) -> bool:
         """Whether a conversion rebuilds the model from a .keras file (RNN routes, the int8 guards), or the
         model is on JAX or PyTorch (a TensorFlow-backend child then writes the SavedModel from it)."""
         import keras
 
-        return (self.recurrent or keras.backend.backend() != "tensorflow"
+        return (self.recurrent or keras.backend.backend() != "tensorflow" or self.carries_front
                 or any(t.options.get(g) is not None for t in self.targets for g in INT8_GUARDS))
 
     def describe(self) -> str:
@@ -199,10 +205,11 @@ def plan(
     data = ExportData.of(data, model)
     test = data.role("test")
     signature = _signature(model, input_signature, test)
-    from zoo.deploy.formats import metadata as metadata_lib
+    from zoo.deploy.formats import metadata as metadata_lib, text_front
 
     meta = metadata_lib.describe(model, class_names=class_names, input=input_meaning, signature=signature,
                                  output_names=_output_widths(model))  # bad class names: refused before any work
+    meta = text_front.declare(model, meta, signature)  # a TextVectorization front: carried as data by the formats
     test_x, test_y = inputs_lib.collect(test, data.max_test_samples, "test data", signature)
     description = data.description or ("test data" if test_y is not None else "given inputs")
     if recorded is not None:

@@ -64,10 +64,31 @@ class Conversion:
         """Keras's outputs on the test inputs, by output name."""
         return {name: np.asarray(self.array(REFERENCE.format(i))) for i, name in enumerate(self.model.output_names)}
 
+    @functools.cached_property
+    def front(self):
+        """The model's front-end (`zoo.deploy.formats.text_front.TextFront`) where this format carries it as data
+        (every format but the SavedModel, which holds string ops): the format converts the numeric model after
+        it; else None."""
+        from zoo.deploy.formats import text_front
+
+        if self.target.format == "saved_model":
+            return None
+        return text_front.of_metadata(self.model.metadata)
+
+    def numeric_inputs(self, role: str = TEST) -> dict[str, np.ndarray] | None:
+        """`inputs(role)` as the converted graph takes them: raw strings through the carried front-end (`front`)
+        into token ids, by the numeric model's input name; other inputs as they are."""
+        from zoo.deploy.formats.text_front import IDS_INPUT
+
+        x = self.inputs(role)
+        if x is None or self.front is None:
+            return x
+        return {IDS_INPUT: self.front.encode(x[self.front.input])}
+
     def single_input(self, role: str) -> np.ndarray | None:
         """The array of a role for code that takes single-input models only (the int8 guards, OpenVINO's
         accuracy control)."""
-        x = self.inputs(role)
+        x = self.numeric_inputs(role)
         if x is None:
             return None
         if len(x) != 1:
@@ -81,9 +102,9 @@ class Conversion:
     def calibration(self, limit: int | None = None) -> dict[str, np.ndarray]:
         """Calibration inputs by name, at most `limit` (default the target's `calibration_samples`); a
         quantization-aware model without any calibrates the tensors it left unquantized on the test inputs."""
-        x = self.inputs(CALIBRATION)
+        x = self.numeric_inputs(CALIBRATION)
         if x is None:
-            x = self.inputs(TEST)
+            x = self.numeric_inputs(TEST)
         n = limit or self.options.get("calibration_samples") or 200
         return {k: (np.asarray(v[:n], np.float32) if np.asarray(v).dtype.kind == "f" else np.asarray(v[:n]))
                 for k, v in x.items()}
@@ -107,6 +128,10 @@ class Conversion:
         `variant` names a different graph (e.g. TFLite's fixed-batch or the unrolled RNN route), made
         from `model` (default: the job's) with `batch_size` (default: dynamic).
         """
+        if self.front is not None:  # the numeric model after the front-end the format carries as data
+            from zoo.deploy.formats import text_front
+
+            model, variant = text_front.split(model or self.keras_model()), f"numeric_{variant or 'default'}"
         if not variant and self.job.saved_model_dir and os.path.isdir(self.job.saved_model_dir):
             return self.job.saved_model_dir
         path = os.path.join(self.work_dir, f"saved_model_{variant or 'default'}")

@@ -115,7 +115,8 @@ def conform(x: Named, signature: Signature, what: str) -> Named:
         if info.is_string:
             if value.dtype.kind not in "USO":
                 raise DataShapeError(f"{what} input {info.name!r} is {value.dtype}; the model takes strings.")
-            value = value.astype(str)
+            value = (np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v), otypes=[str])(value)
+                     if value.size and value.dtype.kind in "SO" else value.astype(str))  # UTF-8, not ASCII
         elif value.dtype.kind in "USO":
             raise DataShapeError(f"{what} input {info.name!r} holds strings; the model takes {info.dtype}.")
         else:

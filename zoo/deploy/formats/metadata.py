@@ -42,6 +42,9 @@ class ModelMetadata:
         output: the name of the output holding the predictions.
         description: one line on the input and the preprocessing inside the model.
         source: provenance: the data path, the architecture, the recipe.
+        front_end: the model's first layer where the formats without string ops carry it as data
+            (`zoo.deploy.formats.text_front.TextFront.to_dict`: TextVectorization's settings and
+            vocabulary), else None (and left out of the JSON).
     """
 
     task: str
@@ -51,6 +54,7 @@ class ModelMetadata:
     output: str = "predictions"
     description: str = ""
     source: dict = dataclasses.field(default_factory=dict)
+    front_end: Optional[dict] = None
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -68,6 +72,8 @@ class ModelMetadata:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["class_names"] = None if self.class_names is None else list(self.class_names)
+        if d["front_end"] is None:
+            del d["front_end"]
         return {"schema": SCHEMA, **d}
 
     def to_json(self) -> str:

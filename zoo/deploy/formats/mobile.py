@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.deploy.formats import tflite_metadata
+from zoo.deploy.formats import text_front, tflite_metadata
 from zoo.deploy.formats.tflite_file import TFLiteFile
 
 ARTIFACT_SUFFIX = "_mobile"  # "{model}_{variant}_mobile.tflite": not mistaken for the plain artifact
@@ -220,9 +220,15 @@ def standard_metadata(model_bytes: bytes, zoo_metadata, *, name: str, version: s
     inputs, outputs = _tensors(tflite_metadata.split(model_bytes)[0])
     described = zoo_metadata.input if zoo_metadata is not None else {}
     image = described.get("kind") == "image" and len(inputs) == 1 and len(inputs[0]["shape"]) == 4
+    front = _regex_front(zoo_metadata, inputs)
+    files = {}
     input_meta = []
     for tensor in inputs:
-        if image:
+        if front is not None:
+            files[text_front.VOCABULARY_FILE] = front.regex_vocabulary()
+            input_meta.append(tflite_metadata.text_input(_short(tensor["name"]), delimiter=text_front.DELIMITER,
+                                                         vocabulary_file=text_front.VOCABULARY_FILE))
+        elif image:
             _, height, width, channels = (int(d) for d in tensor["shape"])
             mean, std = tflite_metadata.normalization(described.get("scale", "0-1"), described.get("mean"),
                                                       described.get("std"))
@@ -230,11 +236,11 @@ def standard_metadata(model_bytes: bytes, zoo_metadata, *, name: str, version: s
                                                           width=width, mean=mean, std=std))
         else:
             input_meta.append(tflite_metadata.feature_tensor(_short(tensor["name"]), _what(tensor)))
-    files = {}
     class_names = getattr(zoo_metadata, "class_names", None)
     output_meta = []
     for i, tensor in enumerate(outputs):
-        scores = class_names and int(tensor["shape"][-1]) == len(class_names) and not files and \
+        scores = class_names and int(tensor["shape"][-1]) == len(class_names) and \
+            tflite_metadata.LABELS_FILE not in files and \
             (_short(tensor["name"]) == zoo_metadata.output or len(outputs) == 1 or i == len(outputs) - 1)
         if scores:
             files[tflite_metadata.LABELS_FILE] = "".join(f"{c}\n" for c in class_names).encode()
@@ -245,6 +251,16 @@ def standard_metadata(model_bytes: bytes, zoo_metadata, *, name: str, version: s
         name=name, description=description or _description(zoo_metadata, name), version=version,
         author=author, license=license, inputs=input_meta, outputs=output_meta)
     return metadata, files
+
+
+def _regex_front(zoo_metadata, inputs: list[dict]):
+    """The model's carried text front-end (`text_front.TextFront`) where MediaPipe's RegexTokenizer can stand in
+    for it on this file's one int32 input of shape (1, sequence length), else None."""
+    front = text_front.of_metadata(zoo_metadata.to_json()) if getattr(zoo_metadata, "front_end", None) else None
+    if front is None or not front.regex_matches or len(inputs) != 1:
+        return None
+    shape = [int(d) for d in inputs[0]["shape"]]
+    return front if np.dtype(inputs[0]["dtype"]) == np.int32 and shape[1:] == [front.sequence_length] else None
 
 
 def _what(tensor: dict) -> str:

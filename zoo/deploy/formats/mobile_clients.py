@@ -1,7 +1,8 @@
 """The real mobile clients, each in a virtualenv of its own, run on a TFLite file from here.
 
 - MediaPipe Tasks (`mediapipe` on PyPI: the same C++ as on Android, iOS and the web): its
-  `vision.ImageClassifier` classifies image files with the model's own metadata;
+  `vision.ImageClassifier` classifies image files, and its `text.TextClassifier` raw strings, with the
+  model's own metadata;
 - the TFLite Task Library and metadata tools (`tflite-support` 0.4.4, the last release; it needs
   protobuf < 4, so never beside zoo): `task.vision.ImageClassifier`, `metadata.MetadataDisplayer`
   (the standard reader) and `tflite_codegen` (Android Studio's ML Model Binding generator).
@@ -48,6 +49,21 @@ for model in request["models"]:
         out[model] = [[{"index": c.index, "name": c.category_name, "score": c.score}
                        for c in classifier.classify(image).classifications[0].categories] for image in images]
 print(json.dumps({"version": mp.__version__, "results": out, "gray_files_as_rgb": gray}))
+"""
+
+_MEDIAPIPE_CLASSIFY_TEXT = r"""
+import json, sys
+import mediapipe as mp
+from mediapipe.tasks.python import BaseOptions, text
+with open(sys.argv[1], encoding="utf-8") as f:
+    request = json.load(f)
+out = {}
+for model in request["models"]:
+    options = text.TextClassifierOptions(base_options=BaseOptions(model_asset_path=model), max_results=-1)
+    with text.TextClassifier.create_from_options(options) as classifier:
+        out[model] = [[{"index": c.index, "name": c.category_name, "score": c.score}
+                       for c in classifier.classify(t).classifications[0].categories] for t in request["texts"]]
+print(json.dumps({"version": mp.__version__, "results": out}))
 """
 
 _TASK_LIBRARY_CLASSIFY = r"""
@@ -132,6 +148,20 @@ def mediapipe_classify(models, images) -> dict:
     {model: [[{index, name, score}, ...] per image, best first]}, "gray_files_as_rgb"}."""
     models = [str(m) for m in ([models] if isinstance(models, (str, os.PathLike)) else models)]
     return _run("mediapipe", _MEDIAPIPE_CLASSIFY, json.dumps({"models": models, "images": [str(i) for i in images]}))
+
+
+def mediapipe_classify_text(models, texts) -> dict:
+    """MediaPipe Tasks' TextClassifier of each model on raw strings, in one process (the model's RegexTokenizer
+    metadata tokenizes them): {"version", "results": {model: [[{index, name, score}, ...] per text, best first]}}."""
+    import tempfile
+
+    models = [str(m) for m in ([models] if isinstance(models, (str, os.PathLike)) else models)]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8", delete=False) as f:
+        json.dump({"models": models, "texts": [str(t) for t in texts]}, f, ensure_ascii=False)
+    try:
+        return _run("mediapipe", _MEDIAPIPE_CLASSIFY_TEXT, f.name)
+    finally:
+        os.unlink(f.name)
 
 
 def task_library_classify(model, images) -> dict:

@@ -107,7 +107,7 @@ def convert(conversion) -> Converted:
         else:
             prepared = onnx_static.preprocess(float_path, os.path.join(scratch, "prepared.onnx"))
             # The scheme is chosen on the test inputs (no labels: agreement with float), as the export verifies.
-            test_x = conversion.inputs(TEST)
+            test_x = conversion.numeric_inputs(TEST)
             _, kept = onnx_static.quantize_int8_kept(prepared, tmp, conversion.calibration(), scratch,
                                                      options["target_cpu"], test_x, "calibration" if test_x is None
                                                      else "test")

@@ -62,7 +62,9 @@ FORMAT = Format(
                "refuse int8 tensors: see mobile)", default=False, check=BOOL),
         Option("mobile", "image models that MediaPipe Tasks' ImageClassifier and the TFLite Task Library take as they "
                "are: an RGB input for a grayscale model (its channels averaged in the graph), uint8 input and output "
-               "for full int8 (float32 for a selective int8, which the clients take too); written as "
+               "for full int8 (float32 for a selective int8, which the clients take too), and text classifiers over "
+               "TextVectorization that MediaPipe's TextClassifier takes raw strings for (its RegexTokenizer metadata "
+               "with the vocabulary); written as "
                "{model}_{variant}_mobile.tflite, and run in MediaPipe by zoo export where its client is installed "
                "(the report's mobile client column)", default=False, check=BOOL),
         *INT8_OPTIONS,

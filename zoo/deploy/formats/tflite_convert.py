@@ -70,7 +70,7 @@ def make_converter(saved_model_dir: str, allow_flex: bool = False):
 def _representative(conversion, example_shape, rgb: bool = False):
     """Calibration batches of one example, by input name (the converter feeds the signature by name);
     `rgb`: grayscale images repeated to R = G = B, for a graph behind an RGB front."""
-    x = conversion.inputs(CALIBRATION)
+    x = conversion.numeric_inputs(CALIBRATION)
     n = min(len(next(iter(x.values()))), conversion.target.options.get("calibration_samples") or 200)
 
     def gen():
@@ -143,7 +143,8 @@ def convert(conversion) -> Converted:
             flatbuffer = converter.convert()
             if quantization_aware and conversion.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
-            if options.get("mobile") and conversion.target.variant == "int8" and not budgeted:
+            if options.get("mobile") and conversion.target.variant == "int8" and not budgeted \
+                    and mobile_front != "text":
                 flatbuffer = _pixels_in(flatbuffer, conversion)
         except Exception as e:  # try the next route; the report keeps why this one failed
             refused = refusal(e, options, conversion.model.layers)
@@ -192,6 +193,18 @@ def _mobile_front(conversion, guard: str | None) -> str | None:
         raise ValueError("mobile and int8_io ask for different tensors: the mobile clients take uint8 (mobile), "
                          "microcontrollers int8 (int8_io); export them separately.")
     described = ModelMetadata.from_json(model.metadata).input if model.metadata else {}
+    if conversion.front is not None:  # a text classifier: MediaPipe's TextClassifier, its RegexTokenizer in front
+        front, classes = conversion.front, ModelMetadata.from_json(model.metadata).class_names
+        if not front.regex_matches or not classes:
+            raise ValueError(
+                f"mobile makes text classifiers for MediaPipe's TextClassifier, whose RegexTokenizer stands in for a "
+                "TextVectorization with output_mode='int', split='whitespace', no ngrams, an output_sequence_length "
+                f"and punctuation stripped, and which names classes; {model.name}'s {front.layer!r} has "
+                f"output_mode={front.output_mode!r}, split={front.split!r}, ngrams={front.ngrams}, "
+                f"output_sequence_length={front.sequence_length}, standardize={front.standardize!r}"
+                f"{'' if classes else ', and the model names no classes (give --class-names)'}. Export without "
+                "mobile: every format takes its raw strings through zoo's front-end declaration.")
+        return "text"
     inputs = model.signature.inputs
     shape = inputs[0].shape if len(inputs) == 1 else ()
     if described.get("kind") != "image" or len(shape) != 3 or shape[-1] not in (1, 3, 4):

@@ -35,6 +35,7 @@ FILE_IDENTIFIER = b"M001"
 # The oldest metadata parser that reads every field written here (`metadata_version.cc`: ImageProperties,
 # NormalizationOptions in a tensor's process units, Stats and TENSOR_AXIS_LABELS files are all 1.0.0).
 MIN_PARSER_VERSION = "1.0.0"
+REGEX_TOKENIZER_PARSER_VERSION = "1.2.1"  # RegexTokenizerOptions (`metadata_version.cc`)
 LABELS_FILE = "labels.txt"
 
 # Enums (metadata_schema.fbs).
@@ -239,6 +240,20 @@ def image_input(name: str, *, channels: int, height: int, width: int, mean, std,
     }
 
 
+def text_input(name: str, *, delimiter: str, vocabulary_file: str, description: str = "") -> dict:
+    """TensorMetadata of a text model's token-id input: the RegexTokenizerOptions (delimiter regex, the
+    `token id` vocabulary as a VOCABULARY file) that MediaPipe's TextClassifier tokenizes raw strings with
+    (tflite-support's `metadata_writers/nl_classifier.py` writes the same)."""
+    return {
+        "name": name,
+        "description": description or "token ids of a raw string (the RegexTokenizer's, from the vocabulary file)",
+        "content": {"content_properties": ("FeatureProperties", {})},
+        "process_units": [{"options": ("RegexTokenizerOptions", {
+            "delim_regex_pattern": delimiter,
+            "vocab_file": [associated_file(vocabulary_file, "token and id, one per line", "VOCABULARY")]})}],
+    }
+
+
 def class_scores(name: str, *, labels_file: str = LABELS_FILE, description: str = "", probabilities: bool = True) -> dict:
     """TensorMetadata of a classifier's output: one score per class, the classes named by `labels_file`;
     `probabilities` (a softmax output) gives it the range 0-1."""
@@ -268,10 +283,11 @@ def feature_tensor(name: str, description: str = "", *, minimum=None, maximum=No
 def model_metadata(*, name: str, description: str, version: str, author: str, license: str, inputs: list,
                    outputs: list) -> dict:
     """The ModelMetadata dict: one subgraph, its inputs and outputs in the model's own order."""
+    tokenizer = any(unit["options"][0] == "RegexTokenizerOptions" for t in inputs for unit in t.get("process_units", []))
     return {
         "name": name, "description": description, "version": version, "author": author, "license": license,
         "subgraph_metadata": [{"input_tensor_metadata": list(inputs), "output_tensor_metadata": list(outputs)}],
-        "min_parser_version": MIN_PARSER_VERSION,
+        "min_parser_version": REGEX_TOKENIZER_PARSER_VERSION if tokenizer else MIN_PARSER_VERSION,
     }
 
 

@@ -101,7 +101,7 @@ def quantize(conversion, model, open_runner):
 
     options = conversion.target.options
     n = options.get("calibration_samples") or 200
-    named = {k: np.asarray(v[:n]) for k, v in conversion.inputs(CALIBRATION).items()}
+    named = {k: np.asarray(v[:n]) for k, v in conversion.numeric_inputs(CALIBRATION).items()}
     settings = recommended(model, options["target_cpu"])
     if not any(options.get(g) is not None for g in INT8_GUARDS):
         return _quantize_kept(conversion, model, named, settings, ov)
@@ -183,7 +183,7 @@ def _quantize_kept(conversion, model, named: dict, settings, ov):
         return _BIAS_CORRECTION[s.fast_bias_correction], lambda: nncf.quantize(model, dataset(data), subset_size=count,
                                                                                **s.kwargs())
 
-    check = conversion.inputs(TEST)
+    check = conversion.numeric_inputs(TEST)
     check, role = (named, "calibration") if check is None else (check, "test")
     n = len(next(iter(check.values())))
     float_out = None
