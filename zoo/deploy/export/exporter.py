@@ -24,6 +24,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.deploy.export.isolation import ConversionProcess, InProcess
+from zoo.deploy.export.memory import weight_bytes
 from zoo.deploy.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
                                 own_parameters, plan)
 from zoo.deploy.export.report import ExportReport
@@ -156,7 +157,8 @@ def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> Mod
     return ModelFacts(name=plan.model.name, signature=plan.signature, output_names=tuple(refs),
                       layers=model_io.layer_classes(plan.model), recurrent=plan.recurrent,
                       quantization_aware=plan.quantization_aware, metadata=None if meta is None else meta.to_json(),
-                      keras_file=keras_file, keras_file_error=why,
+                      keras_file=keras_file, keras_file_error=why, params=int(plan.model.count_params()),
+                      weight_bytes=weight_bytes(plan.model),
                       card={k: str(v) for k, v in plan.card.items() if k in CARD_SLOTS})
 
 
