@@ -30,10 +30,13 @@ from zoo.deploy.formats.jobs import CannotVerify, Job
 
 
 def artifact_size(path, companions=()) -> int:
-    """Bytes of the model's files (`companions`, such as a TF.js folder's web page, are not the model)."""
+    """Bytes of the model's files (`companions`, such as a TF.js folder's web page, are not the model), an ONNX
+    model's external-data file included."""
+    from zoo.deploy.formats.onnx import data_file
+
     path = Path(path)
     if path.is_file():
-        return path.stat().st_size
+        return path.stat().st_size + (data_file(path).stat().st_size if data_file(path).is_file() else 0)
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in companions)
 
 
