@@ -160,16 +160,25 @@ def convert(conversion) -> Converted:
     proto, rewrites, tensors, why = _float_proto(conversion)
     notes += rewrites.notes
     if tensors is not None:
-        notes.append(f"weights in {data_file(conversion.target.path).name if precision == 'float32' else 'a file'} "
-                     f"beside the model (tf2onnx's large-model route{': ' + why if why else ''})")
+        notes.append(f"converted on tf2onnx's large-model route{' (' + why + ')' if why else ''}"
+                     + (f": weights in {data_file(conversion.target.path).name} beside the model"
+                        if precision == "float32" else ""))
     if precision == "float32":
         write_model(proto, tensors, conversion.target.path)
         return Converted(conversion.target.path, notes=notes, route="external_data" if tensors is not None else None)
     scratch = os.path.join(conversion.work_dir, f"onnx_{precision}_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.onnx")
-    write_model(proto, tensors, float_path)  # float16 and int8 read it with its external data
-    del proto, tensors
+    write_model(proto, tensors, float_path)
+    del proto
+    if tensors is not None and conversion.model.weight_bytes < PROTOBUF_LIMIT * 0.9:
+        # onnxruntime's quantization tools copy the model without its data file (quant_pre_process): inline
+        # below protobuf's limit, converted on the large-model route all the same
+        import onnx
+
+        onnx.save(onnx.load(float_path), float_path)
+        data_file(float_path).unlink()
+    del tensors
     with atomic_output(conversion.target.path) as tmp:
         if precision == "float16":
             onnx_static.to_float16(float_path, tmp)
