@@ -63,6 +63,7 @@ class PlannedData:
     calibration_x: Mapping | None = None
     validation_x: Mapping | None = None
     validation_y: np.ndarray | None = None
+    max_test_samples: int | None = None  # the caller's limit, kept as given (`exporter._scaled_verification`)
 
     def summary(self) -> dict:
         """What the report says of the data."""
@@ -93,6 +94,9 @@ class ExportPlan:
     verify: bool = True
     latency_runs: int = 50
     timeout_s: float = 900
+    # a large model's verification uses as many test inputs and latency runs as its checks need
+    # (`zoo.deploy.export.verify.sample_budget`), not every one given
+    scale_verification: bool = True
     trust: Trust = Trust()
     card: Mapping = dataclasses.field(default_factory=dict)
 
@@ -218,7 +222,8 @@ def plan(
     validation_x, validation_y = _validation(data, resolved, quantization_aware, signature)
     out = _writable_dir(out_dir)
     planned = PlannedData(test_x=MappingProxyType(test_x), test_y=test_y, description=description, random=random,
-                          calibration_x=calibration_x, validation_x=validation_x, validation_y=validation_y)
+                          calibration_x=calibration_x, validation_x=validation_x, validation_y=validation_y,
+                          max_test_samples=data.max_test_samples)
     return ExportPlan(model=model, source=source, out_dir=out, formats=fmts, options=resolved,
                       targets=_targets(fmts, resolved, out, model.name, quantization_aware), signature=signature,
                       metadata=meta, data=planned, recurrent=recurrent, quantization_aware=quantization_aware,
