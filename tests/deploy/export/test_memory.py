@@ -59,3 +59,19 @@ def test_peak_resident_memory_is_read_from_the_kernel():
     assert memory.peak_rss(os.getpid()) > 64 * 2**20
     available = memory.available_bytes()
     assert available is None or available > 0
+
+
+def test_a_plan_says_before_starting_which_conversions_the_machine_cannot_fit(monkeypatch, tmp_path):
+    import keras
+
+    import zoo.deploy.export
+
+    inp = keras.Input((4,), name="x")
+    model = keras.Model(inp, keras.layers.Dense(3, name="y")(inp))
+    plan = zoo.deploy.export.plan(model, tmp_path, ["saved_model", "onnx"], verify=False)
+    assert plan.memory_warnings() == []  # a tiny model fits
+    monkeypatch.setattr(memory, "available_bytes", lambda: 10**6)  # a machine with 1 MB free
+    warnings = plan.memory_warnings()
+    assert [w.split(" is ")[0] for w in warnings] == ["saved_model", "onnx[float32]"]
+    assert "1 MB is available" in warnings[0] and "a machine with more memory" in warnings[0]
+    assert "memory: onnx[float32] is estimated to need" in plan.describe()

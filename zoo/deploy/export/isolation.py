@@ -132,10 +132,13 @@ class ConversionProcess:
         self._send = Connection(parent_w, readable=False)
 
     def run(self, job: Job, timeout_s: float) -> ArtifactResult:
-        need = memory.estimate(job.target.format, job.model.weight_bytes, _external(job)) \
+        available = memory.available_bytes()
+        need = memory.need(job.target.format, job.target.options, job.model.weight_bytes, available)[0] \
             if job.model.weight_bytes else None
-        if self._alive() and need is not None and need > (memory.available_bytes() or need):
+        if self._alive() and need is not None and need > (available or need):
             self.close()  # what earlier jobs left resident is freed: a fresh child for a job that needs the room
+            available = memory.available_bytes()
+        warning = memory.fit_warning(job.target.label, need, available) if need else None
         if not self._alive():
             self._start()
         memory.reset_peak(self._proc.pid)
@@ -148,6 +151,7 @@ class ConversionProcess:
                     if kind == "done":
                         payload.peak_rss_bytes = _larger(peak, memory.peak_rss(self._proc.pid))
                         payload.memory_estimate_bytes = need
+                        payload.notes[:0] = [warning] if warning else []
                         return payload
                     partial = payload
                     continue
@@ -158,6 +162,7 @@ class ConversionProcess:
             if not alive or time.monotonic() - start > timeout_s:
                 result = self._died(job, partial, timeout_s if alive else None, _larger(peak, self._reaped_peak))
                 result.peak_rss_bytes, result.memory_estimate_bytes = _larger(peak, self._reaped_peak), need
+                result.notes[:0] = [warning] if warning else []
                 return result
 
     def _alive(self) -> bool:
@@ -230,10 +235,6 @@ class ConversionProcess:
 
 def _larger(a, b):
     return max(v for v in (a, b) if v is not None) if a is not None or b is not None else None
-
-
-def _external(job: Job) -> bool:
-    return bool(job.target.options.get("external_data"))
 
 
 def _start_up_line(line: str) -> bool:

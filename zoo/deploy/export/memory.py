@@ -54,6 +54,17 @@ def estimate(format: str, weights: int, external_data: bool = False) -> int:
     return int(f["base_bytes"] + f["factor"] * weights)
 
 
+def need(format: str, options, weights: int, available: int | None = None) -> tuple[int, bool]:
+    """(the estimated peak of one target, whether it takes ONNX's external-data route): ONNX's route as its
+    option says, else as `zoo.deploy.formats.onnx.use_external_data` chooses it by size."""
+    external = bool(options.get("external_data"))
+    if format == "onnx" and options.get("external_data") is None:
+        from zoo.deploy.formats.onnx import use_external_data
+
+        external = use_external_data(None, weights, available)[0]
+    return estimate(format, weights, external), external
+
+
 def available_bytes() -> int | None:
     """The memory the kernel can give without swapping (`MemAvailable` of /proc/meminfo); None where unknown."""
     try:
@@ -112,12 +123,11 @@ def way_out(format: str, external_data: bool) -> str:
 def out_of_memory(job, peak: int | None, during: str) -> str:
     """The report's words for a child the kernel killed (SIGKILL) while running `job`."""
     model, target = job.model, job.target
-    external = bool(target.options.get("external_data"))
-    need = estimate(target.format, model.weight_bytes, external) if model.weight_bytes else None
+    needed, external = need(target.format, target.options, model.weight_bytes) if model.weight_bytes else (None, False)
     return (f"out of memory: the {during} process was killed by SIGKILL (the kernel's out-of-memory killer) at a "
             f"peak of {size(peak)} resident, {target.label} of {model.name} ({model.params:,} parameters, "
             f"{size(model.weight_bytes)} of weights"
-            + (f"; estimated need {size(need)}" if need else "") + f"). Ways out: {way_out(target.format, external)}")
+            + (f"; estimated need {size(needed)}" if needed else "") + f"). Ways out: {way_out(target.format, external)}")
 
 
 def child_peak(pid: int, reaped_maxrss_kb: int | None = None) -> int | None:

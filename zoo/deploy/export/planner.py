@@ -125,7 +125,22 @@ class ExportPlan:
                 lines.append(f"{role}: {d[role]}")
         lines.append("verification: " + (f"every artifact in its runtime, {self.latency_runs} batch-1 latency runs"
                                          if self.verify else "none (convert only)"))
+        lines += [f"memory: {w}" for w in self.memory_warnings()]
         return "\n".join(lines)
+
+    def memory_warnings(self) -> list[str]:
+        """The targets whose estimated memory (`zoo.deploy.export.memory`) the machine's available memory cannot
+        fit, said before any conversion starts."""
+        from zoo.deploy.export import memory
+
+        weights, available = memory.weight_bytes(self.model), memory.available_bytes()
+        warnings = []
+        for t in self.targets:
+            needed, external = memory.need(t.format, t.options, weights, available)
+            warning = memory.fit_warning(t.label, needed, available)
+            if warning:
+                warnings.append(f"{warning}: it may be killed for memory. Ways out: {memory.way_out(t.format, external)}")
+        return warnings
 
 
 def plan(
