@@ -10,7 +10,7 @@ fresh conversion process, so a job's peak resident memory (`ArtifactResult.peak_
 is that conversion's and its verification's alone; `--together` then runs the export `zoo export` runs (every
 format, one child, the route chosen by size) and records its wall time and the parent's peak. Results go to
 `results/export_memory/<model>.json`. `--fit SMALL MEDIUM` turns two such files into the per-format
-`base + factor x weight bytes` model of `zoo.deploy.export.memory` (`memory_factors.json`).
+`base + factor x weight bytes` model of `zoo.deploy.formats.memory` (`memory_factors.json`).
 
 Untrained weights (`zoo.build`) unless `--keras-file` is given: memory and time do not depend on their values.
 """
@@ -46,7 +46,7 @@ def measure(args) -> dict:
     import zoo
     import zoo.deploy.export
     import zoo.deploy.formats
-    from zoo.deploy.export.memory import weight_bytes
+    from zoo.deploy.formats.memory import weight_bytes
 
     if args.keras_file:
         import keras
@@ -118,10 +118,10 @@ def main(argv=None) -> int:
     parser.add_argument("--work", help="scratch folder (the artifacts are large)")
     parser.add_argument("--out", help=f"result file (default {OUT}/<model>.json)")
     parser.add_argument("--fit", nargs=2, metavar=("SMALL_JSON", "MEDIUM_JSON"),
-                        help="write zoo/deploy/export/memory_factors.json from two result files")
+                        help="write zoo/deploy/formats/memory_factors.json from two result files")
     args = parser.parse_args(argv)
     if args.fit:
-        from zoo.deploy.export.memory import MEASURED
+        from zoo.deploy.formats.memory import MEASURED
 
         MEASURED.write_text(json.dumps(fit(*args.fit), indent=2) + "\n")
         print(MEASURED.read_text())

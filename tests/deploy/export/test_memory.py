@@ -1,9 +1,9 @@
 """Memory of conversions: the estimate before an export, the peak each one reached, and a child the kernel kills
-for memory reported as out of memory (zoo.deploy.export.memory, zoo.deploy.export.isolation)."""
+for memory reported as out of memory (zoo.deploy.formats.memory, zoo.deploy.export.isolation)."""
 
 import pytest
 
-from zoo.deploy.export import memory
+from zoo.deploy.formats import memory
 from zoo.deploy.export.isolation import ConversionProcess
 from zoo.deploy.formats.jobs import Job, ModelFacts, Target
 from zoo.deploy.formats.trace import Signature, TensorInfo

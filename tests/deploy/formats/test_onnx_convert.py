@@ -99,7 +99,7 @@ def test_the_external_data_route_keeps_the_weights_beside_the_model_and_runs_in_
 
 
 def test_the_route_is_chosen_by_size():
-    from zoo.deploy.formats.onnx import PROTOBUF_LIMIT, use_external_data
+    from zoo.deploy.formats.memory import PROTOBUF_LIMIT, use_external_data
 
     assert use_external_data(None, 10**6) == (False, None)
     assert use_external_data(None, 10**6, threshold=10**5)[0]  # a lowered threshold

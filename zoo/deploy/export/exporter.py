@@ -25,7 +25,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.deploy.export.isolation import ConversionProcess, InProcess
-from zoo.deploy.export.memory import weight_bytes
+from zoo.deploy.formats.memory import weight_bytes
 from zoo.deploy.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
                                 own_parameters, plan)
 from zoo.deploy.export.report import ExportReport

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from zoo import native_logs
 from zoo.child_process import tensorflow_env
-from zoo.deploy.export import memory
+from zoo.deploy.formats import memory
 from zoo.deploy.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 from zoo.deploy.formats.jobs import CannotVerify, Job
 

@@ -129,9 +129,9 @@ class ExportPlan:
         return "\n".join(lines)
 
     def memory_warnings(self) -> list[str]:
-        """The targets whose estimated memory (`zoo.deploy.export.memory`) the machine's available memory cannot
+        """The targets whose estimated memory (`zoo.deploy.formats.memory`) the machine's available memory cannot
         fit, said before any conversion starts."""
-        from zoo.deploy.export import memory
+        from zoo.deploy.formats import memory
 
         weights, available = memory.weight_bytes(self.model), memory.available_bytes()
         warnings = []

@@ -25,6 +25,7 @@ import numpy as np
 from zoo.core.options import BOOL, Option, int_range
 from zoo.deploy.formats.base import ArtifactError, Format
 from zoo.deploy.formats.jobs import TEST, Converted
+from zoo.deploy.formats import memory
 from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU
 from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.budget import Goal
@@ -63,31 +64,7 @@ FORMAT = Format(
 )
 
 
-EXTERNAL_DATA_BYTES = 10**9  # weights past which the external-data route is chosen (`use_external_data`)
-PROTOBUF_LIMIT = 2**31 - 1  # protobuf's largest message: a ModelProto holding its weights must stay below it
 DATA_SUFFIX = ".data"  # `<model>.onnx.data`: the external-data file beside `<model>.onnx`
-
-
-def use_external_data(option: bool | None, weights: int, available: int | None = None,
-                      threshold: int = EXTERNAL_DATA_BYTES) -> tuple[bool, str | None]:
-    """(whether the float model keeps its weights in a file beside it, why where chosen by size).
-
-    `option` True or False decides; unset (None), the external-data route is taken past `threshold` bytes of
-    weights, where the inline route's estimated memory (`zoo.deploy.export.memory`) exceeds the `available`
-    memory, and always past protobuf's 2 GB limit (the only route there).
-    """
-    from zoo.deploy.export.memory import estimate, size
-
-    if option is not None:
-        return bool(option), None
-    if weights >= PROTOBUF_LIMIT * 0.9:
-        return True, f"{size(weights)} of weights: past protobuf's 2 GB limit only the external-data route converts"
-    if weights > threshold:
-        return True, f"{size(weights)} of weights, past {size(threshold)}"
-    need = estimate("onnx", weights)
-    if available is not None and need > available:
-        return True, f"the inline route's estimated {size(need)} exceeds the {size(available)} available"
-    return False, None
 
 
 def data_file(path) -> Path:
@@ -131,7 +108,7 @@ def write_model(proto, tensors: dict | None, path) -> Path:
 def _float_proto(conversion):
     """(the model as float ONNX, its `onnx_convert.Rewrites`, its external tensors or None, why the route was
     chosen); a quantization-aware model's keeps its fake quantization as QDQ pairs."""
-    from zoo.deploy.export.memory import available_bytes
+    from zoo.deploy.formats.memory import available_bytes, use_external_data
     from zoo.deploy.formats.onnx_convert import convert_saved_model_external
 
     opset = conversion.target.options["opset"]
@@ -171,7 +148,7 @@ def convert(conversion) -> Converted:
     float_path = os.path.join(scratch, "float32.onnx")
     write_model(proto, tensors, float_path)
     del proto
-    if tensors is not None and conversion.model.weight_bytes < PROTOBUF_LIMIT * 0.9:
+    if tensors is not None and conversion.model.weight_bytes < memory.PROTOBUF_LIMIT * 0.9:
         # onnxruntime's quantization tools copy the model without its data file (quant_pre_process): inline
         # below protobuf's limit, converted on the large-model route all the same
         import onnx

@@ -56,13 +56,35 @@ def estimate(format: str, weights: int, external_data: bool = False) -> int:
 
 def need(format: str, options, weights: int, available: int | None = None) -> tuple[int, bool]:
     """(the estimated peak of one target, whether it takes ONNX's external-data route): ONNX's route as its
-    option says, else as `zoo.deploy.formats.onnx.use_external_data` chooses it by size."""
+    option says, else as `use_external_data` chooses it by size."""
     external = bool(options.get("external_data"))
     if format == "onnx" and options.get("external_data") is None:
-        from zoo.deploy.formats.onnx import use_external_data
-
         external = use_external_data(None, weights, available)[0]
     return estimate(format, weights, external), external
+
+
+EXTERNAL_DATA_BYTES = 10**9  # weights past which the external-data route is chosen (`use_external_data`)
+PROTOBUF_LIMIT = 2**31 - 1  # protobuf's largest message: a ModelProto holding its weights must stay below it
+
+
+def use_external_data(option: bool | None, weights: int, available: int | None = None,
+                      threshold: int = EXTERNAL_DATA_BYTES) -> tuple[bool, str | None]:
+    """(whether the float model keeps its weights in a file beside it, why where chosen by size).
+
+    `option` True or False decides; unset (None), the external-data route is taken past `threshold` bytes of
+    weights, where the inline route's estimated memory (`zoo.deploy.formats.memory`) exceeds the `available`
+    memory, and always past protobuf's 2 GB limit (the only route there).
+    """
+    if option is not None:
+        return bool(option), None
+    if weights >= PROTOBUF_LIMIT * 0.9:
+        return True, f"{size(weights)} of weights: past protobuf's 2 GB limit only the external-data route converts"
+    if weights > threshold:
+        return True, f"{size(weights)} of weights, past {size(threshold)}"
+    need = estimate("onnx", weights)
+    if available is not None and need > available:
+        return True, f"the inline route's estimated {size(need)} exceeds the {size(available)} available"
+    return False, None
 
 
 def available_bytes() -> int | None:
@@ -106,7 +128,7 @@ def fit_warning(label: str, need: int, available: int | None) -> str | None:
     """What to say where a conversion's estimated need exceeds the memory available; None where it fits."""
     if available is None or need <= available:
         return None
-    return (f"{label} is estimated to need {size(need)} of memory (`zoo.deploy.export.memory`), and "
+    return (f"{label} is estimated to need {size(need)} of memory (`zoo.deploy.formats.memory`), and "
             f"{size(available)} is available")
 
 
