@@ -6,9 +6,9 @@ GraphDef, the imported graph, its numpy constants, the ONNX `ModelProto` and its
 need is modelled as `base + factor x weight bytes`, per format (and ONNX route), with figures measured by
 `python -m benchmarks.large_export` on one child per format (`MEASURED`, `memory_factors.json` beside this module;
 `results/export_memory/README.md` says how they were measured). An export says, before it starts, which
-conversions the machine's available memory (`available_bytes`, the kernel's MemAvailable) cannot fit; ONNX then
-takes its external-data route (`zoo.deploy.formats.onnx`), and the conversion process starts afresh before such a
-job (`zoo.deploy.export.isolation`), leaving the memory earlier jobs held.
+conversions the machine's available memory (`available_bytes`, the kernel's MemAvailable) cannot fit, and the
+conversion process starts afresh before such a job (`zoo.deploy.export.isolation`), freeing the memory earlier
+jobs held. ONNX's external-data route (`use_external_data`) is chosen by size, not by memory.
 
 The child's peak is read from the kernel: `VmHWM` of `/proc/<pid>/status` while it runs (reset per job by writing
 5 to `/proc/<pid>/clear_refs`, proc(5)), and `ru_maxrss` of `os.wait4` once it dies. A child the kernel kills for
@@ -81,9 +81,6 @@ def use_external_data(option: bool | None, weights: int, available: int | None =
         return True, f"{size(weights)} of weights: past protobuf's 2 GB limit only the external-data route converts"
     if weights > threshold:
         return True, f"{size(weights)} of weights, past {size(threshold)}"
-    need = estimate("onnx", weights)
-    if available is not None and need > available:
-        return True, f"the inline route's estimated {size(need)} exceeds the {size(available)} available"
     return False, None
 
 
@@ -135,8 +132,8 @@ def fit_warning(label: str, need: int, available: int | None) -> str | None:
 def way_out(format: str, external_data: bool) -> str:
     ways = []
     if format == "onnx" and not external_data:
-        ways.append("the ONNX external-data route (external_data=True, `zoo export --external-data`), which "
-                    "keeps the weights out of the protobuf")
+        ways.append("the ONNX external-data route (external_data=True, `zoo export --external-data`) where "
+                    "the model is past protobuf's 2 GB (it is faster, not lighter)")
     ways += ["fewer formats at once (one `zoo export --formats` per format, each in a fresh process)",
              "closing other programs", "a machine with more memory"]
     return "; ".join(ways)

@@ -55,9 +55,8 @@ FORMAT = Format(
         PRECISION,
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
         Option("external_data", "weights in a file beside the .onnx (`<name>.onnx.data`, ONNX external data) on "
-               "tf2onnx's large-model route, which holds fewer copies of them; unset: chosen by size (past "
-               "1 GB of weights, past protobuf's 2 GB limit always, or where the machine cannot fit the inline "
-               "route)", check=BOOL),
+               "tf2onnx's large-model route, faster on large models; unset: chosen by size (past 1 GB of "
+               "weights; past protobuf's 2 GB limit always, the only route there)", check=BOOL),
         *INT8_OPTIONS,
         TARGET_CPU,
     ),

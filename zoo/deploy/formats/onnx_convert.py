@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 
 from zoo.deploy.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
@@ -114,8 +115,9 @@ def convert_saved_model_external(saved_model_dir: str, opset: int, layers: dict[
     (`tf_utils.compress_graph_def`) and handed to the converter as bytes, and every tensor over 1024 elements
     leaves the proto as external data (`graph.ExternalTensorStorage`; tf2onnx 1.17 `convert._convert_common`,
     the `--large_model` route). `tensors` maps each such tensor's `location` to its bytes (None inline):
-    `zoo.deploy.formats.onnx.write_model` writes them beside the .onnx as one ONNX external-data file. The route
-    holds fewer copies of the weights, and is the only one past protobuf's 2 GB limit on one message.
+    `zoo.deploy.formats.onnx.write_model` writes them beside the .onnx as one ONNX external-data file. It is the
+    only route past protobuf's 2 GB limit on one message; below it, it is faster and no lighter (measured:
+    `zoo.deploy.formats.memory_factors.json`, `results/export_memory/README.md`).
     """
     import tensorflow as tf
     from tf2onnx import optimizer, tf_loader
@@ -129,6 +131,7 @@ def convert_saved_model_external(saved_model_dir: str, opset: int, layers: dict[
     erfc = rewrite_erfc(graph_def)
     storage = ExternalTensorStorage() if external else None
     const_values = compress_graph_def(graph_def) if external else None
+    gc.collect()  # the SavedModel tf2onnx loaded to freeze it (reference cycles): its variables are constants now
     with tf.device("/cpu:0"), tf.Graph().as_default() as tf_graph, _numpy_product():
         tf.import_graph_def(graph_def, name="")
         del graph_def  # its constants now live in const_values (external) or the imported graph
