@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from zoo.cli.common import add_measure_flags, add_untrusted_flags
 
@@ -99,6 +100,8 @@ def _cmd_export(args) -> int:
         print(plan.describe())
         return 0
     print(f"data: {plan.data.description}")
+    for warning in plan.memory_warnings():  # before any conversion starts
+        print(f"memory: {warning}", file=sys.stderr)
     report = zoo.deploy.export.execute(plan)
     print(report.table())
     print(f"report: {os.path.join(out, 'report.md')}")

@@ -49,3 +49,39 @@ def test_a_missed_int8_criterion_names_the_remedies_unless_one_was_taken():
     assert int8_remedy(missed, job(qat=True)) is None  # the ranges were learned
     assert int8_remedy(missed, job(variant="uint8")) is None  # a TF.js file's uint8 weights: no guards there
     assert int8_remedy(compare(keras_out, keras_out, "int8"), job()) is None
+
+
+def test_a_costly_model_is_verified_on_as_many_inputs_as_its_check_needs():
+    from zoo.deploy.export.verify import MIN_SAMPLES, sample_budget
+
+    cheap = sample_budget(10_000, 50, 1e-4, {"float32"})  # 1e-4 s per input: 20 s buy 200,000 inputs
+    assert (cheap.samples, cheap.latency_runs, cheap.reason) == (10_000, 50, None)
+    costly = sample_budget(64, 50, 2.0, {"float32"})  # convnext_xlarge-like: 2 s an input
+    assert costly.samples == MIN_SAMPLES["float32"] == 32 and costly.latency_runs == 5
+    assert costly.reason.startswith("32 of 64 test inputs and 5 of 50 latency runs: Keras takes 2000 ms per input")
+    with_int8 = sample_budget(1000, 50, 2.0, {"float32", "int8"})  # 99% agreement resolves 1 in 100 from 100 inputs
+    assert with_int8.samples == 100 and "int8 agreement" in with_int8.reason
+    assert sample_budget(20, 50, 2.0, {"int8"}).samples == 20  # never more than given
+
+
+def test_the_export_reports_how_many_inputs_it_verified_on(tmp_path, monkeypatch):
+    import keras
+
+    import zoo.deploy.export
+    from zoo.deploy.export import ExportData, verify
+
+    monkeypatch.setattr(verify, "VERIFY_BUDGET_S", 1e-6)  # every model is costly now
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((4,), name="x")
+    model = keras.Model(inp, keras.layers.Dense(3, name="y")(inp))
+    x = np.random.default_rng(0).random((200, 4), dtype=np.float32)
+    report = zoo.deploy.export.export(model, tmp_path, ["saved_model"], data=ExportData(test=x), latency_runs=20,
+                                      isolate=False)
+    (result,) = report.results
+    assert result.status == "passed", result.error
+    assert result.verification.eval_samples == report.data["eval_samples"] == 32
+    assert "32 of 200 test inputs" in report.data["eval"] and "32 of 200 test inputs" in (tmp_path / "report.md").read_text()
+    # a count the caller gave is kept
+    given = zoo.deploy.export.export(model, tmp_path / "given", ["saved_model"], latency_runs=0, isolate=False,
+                                     data=ExportData(test=x, max_test_samples=150))
+    assert given.results[0].verification.eval_samples == 150

@@ -65,3 +65,43 @@ def test_resnet_v2_stem_exports_to_onnx_within_float_tolerance(tmp_path):
     session = ort.InferenceSession(result.path, providers=["CPUExecutionProvider"])
     out = session.run(None, {"image": x})[0]
     np.testing.assert_allclose(out, model(x).numpy(), atol=1e-5)
+
+
+def test_the_external_data_route_keeps_the_weights_beside_the_model_and_runs_in_onnxruntime(tmp_path):
+    """tf2onnx's large-model route, forced on a small model: the .onnx holds no weight over 1024 elements, its
+    `.onnx.data` file holds them, and onnxruntime, the metadata and the scan read the pair."""
+    from zoo.deploy.formats import onnx as onnx_format
+    from zoo.deploy.scan import scan
+
+    keras.utils.set_random_seed(0)
+    image = keras.Input((8, 8, 3), name="image")
+    x = keras.layers.Conv2D(16, 3, activation="relu", name="conv")(image)
+    x = keras.layers.Dense(64, activation="gelu", name="hidden")(keras.layers.Flatten()(x))  # 576 x 64 weights
+    model = keras.Model(image, keras.layers.Dense(10, activation="softmax", name="predictions")(x))
+    x = np.random.default_rng(2).random((16, 8, 8, 3), dtype=np.float32)
+    report = zoo.deploy.export.export(model, tmp_path, ["onnx"], data=ExportData(test=x), latency_runs=0,
+                                      isolate=False, external_data=True, class_names=list("abcdefghij"))
+    (result,) = report.results
+    assert result.status == "passed", result.error
+    path = tmp_path / f"{model.name}_float32.onnx"
+    data = onnx_format.data_file(path)
+    large = sum(int(np.prod(v.shape)) * 4 for v in model.weights if np.prod(v.shape) > 1024)  # tf2onnx's cut
+    assert large == 576 * 64 * 4 and large <= data.stat().st_size < large + 4096 and path.stat().st_size < large / 10
+    assert result.size_bytes == path.stat().st_size + data.stat().st_size
+    proto = onnx.load(str(path), load_external_data=False)
+    external = [t for t in proto.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    assert {e.value for t in external for e in t.external_data if e.key == "location"} == {data.name}
+    assert sum(np.prod(t.dims) for t in external) == 576 * 64
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"image": x})[0], model(x).numpy(), atol=1e-5)
+    assert '"j"' in onnx_format.read_metadata(path)  # written after conversion, the external references kept
+    assert not scan(path).findings  # the data file is inside the model's folder
+
+
+def test_the_route_is_chosen_by_size():
+    from zoo.deploy.formats.memory import PROTOBUF_LIMIT, use_external_data
+
+    assert use_external_data(None, 10**6) == (False, None)
+    assert use_external_data(None, 10**6, threshold=10**5)[0]  # a lowered threshold
+    assert use_external_data(None, PROTOBUF_LIMIT)[0]  # past protobuf's limit: the only route
+    assert use_external_data(False, PROTOBUF_LIMIT) == (False, None)  # asked for: as asked

@@ -85,3 +85,22 @@ def test_output_path_that_is_a_file_is_rejected(model, tmp_path):
     with pytest.raises(NotADirectoryError, match="is a file"):
         publish_saved_model(model, blocker, "m")
     assert blocker.read_text() == "not a directory"
+
+
+def test_the_checkpoint_stores_each_weight_once_and_the_signature_still_finds_them(model, tmp_path):
+    # ExportArchive tracked each Keras variable and the tf.Variable it wraps: every weight was stored twice
+    # (convnet_bn's 29,978 parameters as 59,958 values). The reference is Keras's own count of its weights.
+    path = export_saved_model(model, tmp_path / "sm")
+    stored = tf.train.list_variables(str(path / "variables" / "variables"))
+    values = sum(int(np.prod(shape)) for name, shape in stored if name != "_CHECKPOINTABLE_OBJECT_GRAPH")
+    weights = {id(v) for v in model.weights}
+    state = sum(int(np.prod(v.shape)) for v in model.variables if id(v) not in weights)  # Dropout's seed: 2
+    assert values == model.count_params() + state == 29_978 + 2
+    weight_bytes = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
+    data = sum(p.stat().st_size for p in (path / "variables").glob("variables.data-*"))
+    assert data <= 1.02 * weight_bytes
+    loaded = tf.saved_model.load(str(path))
+    assert len(loaded.variables) == len(model.variables)
+    x = np.random.default_rng(0).random((3, 28, 28, 1), dtype=np.float32)
+    served = loaded.signatures[SERVING_SIGNATURE](image=tf.constant(x))["predictions"].numpy()
+    np.testing.assert_allclose(served, model.predict(x, verbose=0), atol=1e-6)

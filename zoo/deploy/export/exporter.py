@@ -19,11 +19,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from zoo.errors import ZooError
 from zoo.deploy.export.isolation import ConversionProcess, InProcess
+from zoo.deploy.formats.memory import weight_bytes
 from zoo.deploy.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECORDS, ExportPlan, OutputDirError, derive_signature_and_doc,
                                 own_parameters, plan)
 from zoo.deploy.export.report import ExportReport
@@ -65,6 +67,8 @@ def export(model, out_dir, formats=None, *, process: ConversionProcess | None = 
 def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isolate: bool = True) -> ExportReport:
     """Runs `plan` (see the module docstring). Never raises for a format's own failure."""
     t_start = time.perf_counter()
+    if plan.verify and plan.scale_verification:
+        plan = _scaled_verification(plan)
     model, data = plan.model, plan.data
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=plan.out_dir))
     runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
@@ -118,6 +122,44 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
     return report
 
 
+def _seconds_per_input(model, signature, x) -> float:
+    """Keras's time for one input, batch-1, the second call (the first traces)."""
+    import tensorflow as tf
+
+    fn = tf.function(lambda *args: model(*args, training=False))
+    args = signature.pack({k: tf.constant(v) for k, v in inputs.for_keras(inputs.take(dict(x), 0, 1)).items()})
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        tf.nest.map_structure(lambda t: t.numpy(), fn(*args))
+        times.append(time.perf_counter() - t0)
+    return times[-1]
+
+
+def _scaled_verification(plan: ExportPlan) -> ExportPlan:
+    """The plan with as many test inputs and latency runs as its checks need (`verify.sample_budget`), where the
+    model's per-input cost makes the given count take minutes; the data's description says how many were used.
+    A test-sample count the caller gave (`max_test_samples`, `--eval-samples`) is kept."""
+    from zoo.deploy.export.verify import sample_budget
+
+    data = plan.data
+    given = inputs.count(data.test_x)
+    if data.max_test_samples is not None or given <= 1 or _backend() != "tensorflow":
+        return plan
+    try:
+        cost = _seconds_per_input(plan.model, plan.signature, data.test_x)
+    except Exception:  # the model's own code: the export's tracing says so, with the full count
+        return plan
+    budget = sample_budget(given, plan.latency_runs, cost, {t.precision for t in plan.targets})
+    if budget.reason is None:
+        return plan
+    n = budget.samples
+    scaled = dataclasses.replace(data, test_x=MappingProxyType(inputs.take(dict(data.test_x), 0, n)),
+                                 test_y=None if data.test_y is None else data.test_y[:n],
+                                 description=f"{data.description}; {budget.reason}")
+    return dataclasses.replace(plan, data=scaled, latency_runs=budget.latency_runs)
+
+
 def _mobile_clients(results: list[ArtifactResult], plan: ExportPlan, refs: dict, meta) -> None:
     """The report's mobile client column (`zoo.deploy.export.mobile_check`): a `mobile` artifact the client refuses
     fails its verification."""
@@ -156,7 +198,8 @@ def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> Mod
     return ModelFacts(name=plan.model.name, signature=plan.signature, output_names=tuple(refs),
                       layers=model_io.layer_classes(plan.model), recurrent=plan.recurrent,
                       quantization_aware=plan.quantization_aware, metadata=None if meta is None else meta.to_json(),
-                      keras_file=keras_file, keras_file_error=why,
+                      keras_file=keras_file, keras_file_error=why, params=int(plan.model.count_params()),
+                      weight_bytes=weight_bytes(plan.model),
                       card={k: str(v) for k, v in plan.card.items() if k in CARD_SLOTS})
 
 

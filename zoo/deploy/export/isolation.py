@@ -22,16 +22,21 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 
+from zoo import native_logs
 from zoo.child_process import tensorflow_env
+from zoo.deploy.formats import memory
 from zoo.deploy.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 from zoo.deploy.formats.jobs import CannotVerify, Job
 
 
 def artifact_size(path, companions=()) -> int:
-    """Bytes of the model's files (`companions`, such as a TF.js folder's web page, are not the model)."""
+    """Bytes of the model's files (`companions`, such as a TF.js folder's web page, are not the model), an ONNX
+    model's external-data file included."""
+    from zoo.deploy.formats.onnx import data_file
+
     path = Path(path)
     if path.is_file():
-        return path.stat().st_size
+        return path.stat().st_size + (data_file(path).stat().st_size if data_file(path).is_file() else 0)
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name not in companions)
 
 
@@ -113,6 +118,7 @@ class ConversionProcess:
 
     def __init__(self, log_path=None):
         self._proc = None
+        self._reaped_peak = None
         self._log_path = log_path  # the child's stdout and stderr (converter chatter), quoted on a crash
 
     def _start(self):
@@ -123,6 +129,7 @@ class ConversionProcess:
         # The converters are TensorFlow's: the child runs the TensorFlow backend whatever the parent's (a model
         # trained on JAX or PyTorch reaches it as a `.keras` file and a SavedModel written on TensorFlow).
         env = tensorflow_env()
+        self._reaped_peak = None
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "zoo.deploy.export.isolation", str(child_r), str(child_w)],
@@ -134,47 +141,84 @@ class ConversionProcess:
         self._send = Connection(parent_w, readable=False)
 
     def run(self, job: Job, timeout_s: float) -> ArtifactResult:
-        if self._proc is None or self._proc.poll() is not None:
+        available = memory.available_bytes()
+        need = memory.need(job.target.format, job.target.options, job.model.weight_bytes, available)[0] \
+            if job.model.weight_bytes else None
+        if self._alive() and need is not None and need > (available or need):
+            self.close()  # what earlier jobs left resident is freed: a fresh child for a job that needs the room
+            available = memory.available_bytes()
+        warning = memory.fit_warning(job.target.label, need, available) if need else None
+        if not self._alive():
             self._start()
+        memory.reset_peak(self._proc.pid)
         self._send.send(job)
-        partial, start = None, time.monotonic()
+        partial, start, peak = None, time.monotonic(), None
         while True:
             try:
                 if self._conn.poll(0.5):
                     kind, payload = self._conn.recv()
                     if kind == "done":
+                        payload.peak_rss_bytes = _larger(peak, memory.peak_rss(self._proc.pid))
+                        payload.memory_estimate_bytes = need
+                        payload.notes[:0] = [warning] if warning else []
                         return payload
                     partial = payload
                     continue
             except (EOFError, ConnectionError):
                 pass  # the child died mid-message; handled below
-            alive = self._proc.poll() is None
+            peak = _larger(peak, memory.peak_rss(self._proc.pid))
+            alive = self._alive()
             if not alive or time.monotonic() - start > timeout_s:
-                return self._died(job, partial, timeout_s if alive else None)
+                result = self._died(job, partial, timeout_s if alive else None, _larger(peak, self._reaped_peak))
+                result.peak_rss_bytes, result.memory_estimate_bytes = _larger(peak, self._reaped_peak), need
+                result.notes[:0] = [warning] if warning else []
+                return result
 
-    def _died(self, job: Job, partial: ArtifactResult | None, timed_out_after) -> ArtifactResult:
+    def _alive(self) -> bool:
+        """Whether the child runs; a dead one is reaped here with `os.wait4`, whose `ru_maxrss` is its peak."""
+        if self._proc is None or self._proc.returncode is not None:
+            return False
+        try:
+            pid, status, usage = os.wait4(self._proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return self._proc.poll() is None
+        if pid == 0:
+            return True
+        self._proc.returncode = os.waitstatus_to_exitcode(status)
+        self._reaped_peak = usage.ru_maxrss * 1024  # KiB on Linux (getrusage(2))
+        return False
+
+    def _died(self, job: Job, partial: ArtifactResult | None, timed_out_after, peak=None) -> ArtifactResult:
+        during = "converter" if partial is None else "runtime"
+        oom = False
         if timed_out_after is not None:
             self._proc.kill()
             reason = f"timed out after {timed_out_after:.0f} s"
         else:
             code = self._proc.returncode
+            oom = code == -signal.SIGKILL  # not sent here: the kernel's out-of-memory killer sends SIGKILL
             reason = f"killed by {signal.Signals(-code).name}" if code and code < 0 else f"exited with {code}"
         self._proc.wait(10)
         self._close_pipes()
-        tail = self._log_tail()
-        if tail:
-            reason += f" (last output: {tail})"
+        if oom:
+            error = memory.out_of_memory(job, peak, during + (" during verification" if partial else ""))
+        else:
+            tail = self._log_tail()
+            error = f"{during} process {reason}" + (f" (last output: {tail})" if tail else "") + \
+                (" during verification" if partial is not None else "")
         if partial is None:
             target = job.target
             return ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
-                                  options=dict(target.options), error=f"converter process {reason}")
-        return dataclasses.replace(partial, status=FAILED_VERIFICATION,
-                                   error=f"runtime process {reason} during verification")
+                                  options=dict(target.options), error=error)
+        return dataclasses.replace(partial, status=FAILED_VERIFICATION, error=error)
 
     def _log_tail(self, lines: int = 3) -> str:
+        """The child's last lines, less TensorFlow's start-up records (`zoo.native_logs`), which say nothing of
+        the crash."""
         if not self._log_path or not os.path.exists(self._log_path):
             return ""
-        text = Path(self._log_path).read_text(errors="replace").strip().splitlines()
+        text = native_logs.drop_records(Path(self._log_path).read_text(errors="replace"), 2)
+        text = [line for line in text.strip().splitlines() if line.strip() and not _start_up_line(line)]
         return " | ".join(line.strip()[:200] for line in text[-lines:])
 
     def _close_pipes(self):
@@ -187,7 +231,7 @@ class ConversionProcess:
     def close(self):
         if self._proc is None:
             return
-        if self._proc.poll() is None:
+        if self._alive():
             with contextlib.suppress(OSError):
                 self._send.send(None)
             try:
@@ -196,6 +240,17 @@ class ConversionProcess:
                 self._proc.kill()
                 self._proc.wait()
         self._close_pipes()
+
+
+def _larger(a, b):
+    return max(v for v in (a, b) if v is not None) if a is not None or b is not None else None
+
+
+def _start_up_line(line: str) -> bool:
+    """TensorFlow's start-up lines that absl writes before logging is set up (`zoo.native_logs`), and the CPU
+    feature note's continuation."""
+    return line.startswith((native_logs.PRE_INIT, "To enable the following instructions")) or \
+        "failed call to cuInit" in line
 
 
 class InProcess:

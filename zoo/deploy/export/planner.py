@@ -63,6 +63,7 @@ class PlannedData:
     calibration_x: Mapping | None = None
     validation_x: Mapping | None = None
     validation_y: np.ndarray | None = None
+    max_test_samples: int | None = None  # the caller's limit, kept as given (`exporter._scaled_verification`)
 
     def summary(self) -> dict:
         """What the report says of the data."""
@@ -93,6 +94,9 @@ class ExportPlan:
     verify: bool = True
     latency_runs: int = 50
     timeout_s: float = 900
+    # a large model's verification uses as many test inputs and latency runs as its checks need
+    # (`zoo.deploy.export.verify.sample_budget`), not every one given
+    scale_verification: bool = True
     trust: Trust = Trust()
     card: Mapping = dataclasses.field(default_factory=dict)
 
@@ -127,7 +131,22 @@ class ExportPlan:
                 lines.append(f"{role}: {d[role]}")
         lines.append("verification: " + (f"every artifact in its runtime, {self.latency_runs} batch-1 latency runs"
                                          if self.verify else "none (convert only)"))
+        lines += [f"memory: {w}" for w in self.memory_warnings()]
         return "\n".join(lines)
+
+    def memory_warnings(self) -> list[str]:
+        """The targets whose estimated memory (`zoo.deploy.formats.memory`) the machine's available memory cannot
+        fit, said before any conversion starts."""
+        from zoo.deploy.formats import memory
+
+        weights, available = memory.weight_bytes(self.model), memory.available_bytes()
+        warnings = []
+        for t in self.targets:
+            needed, external = memory.need(t.format, t.options, weights, available)
+            warning = memory.fit_warning(t.label, needed, available)
+            if warning:
+                warnings.append(f"{warning}: it may be killed for memory. Ways out: {memory.way_out(t.format, external)}")
+        return warnings
 
 
 def plan(
@@ -225,7 +244,8 @@ def plan(
     validation_x, validation_y = _validation(data, resolved, quantization_aware, signature)
     out = _writable_dir(out_dir)
     planned = PlannedData(test_x=MappingProxyType(test_x), test_y=test_y, description=description, random=random,
-                          calibration_x=calibration_x, validation_x=validation_x, validation_y=validation_y)
+                          calibration_x=calibration_x, validation_x=validation_x, validation_y=validation_y,
+                          max_test_samples=data.max_test_samples)
     return ExportPlan(model=model, source=source, out_dir=out, formats=fmts, options=resolved,
                       targets=_targets(fmts, resolved, out, model.name, quantization_aware), signature=signature,
                       metadata=meta, data=planned, recurrent=recurrent, quantization_aware=quantization_aware,

@@ -36,6 +36,8 @@ class ArtifactResult:
     export_s: float = 0.0
     verify_s: float = 0.0
     size_bytes: int | None = None
+    peak_rss_bytes: int | None = None  # the conversion process's peak resident memory over this job
+    memory_estimate_bytes: int | None = None  # what it was estimated to need (`zoo.deploy.formats.memory`)
     verification: Verification | None = None
     traceback: str | None = None  # with ZOO_DEBUG=1
 

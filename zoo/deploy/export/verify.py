@@ -36,6 +36,39 @@ CRITERIA = {
     "int8": Criterion("argmax agreement >= 99%", min_argmax_agreement=0.99),
 }
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
+# How many test inputs a check needs (`sample_budget`): a large model's verification is scaled to a time budget
+# per artifact, above a floor that keeps each criterion meaningful. int8's 99% argmax agreement resolves one
+# disagreement in 100 only from 100 inputs; a float bound on the largest difference needs fewer.
+MIN_SAMPLES = {"float32": 32, "float16": 32, "int8": 100}
+VERIFY_BUDGET_S = 20.0  # of Keras time per artifact on the test inputs (other runtimes take about as long)
+LATENCY_BUDGET_S = 10.0  # of Keras batch-1 time per artifact on latency runs
+MIN_LATENCY_RUNS = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleBudget:
+    """How many test inputs and latency runs an export's verification uses, and why (`sample_budget`)."""
+
+    samples: int
+    latency_runs: int
+    reason: str | None = None  # where fewer than given: the model's per-input cost and the floor
+
+
+def sample_budget(given: int, latency_runs: int, seconds_per_input: float, precisions) -> SampleBudget:
+    """The test inputs and latency runs a model costing `seconds_per_input` (Keras, batch-1) needs: as many as
+    `VERIFY_BUDGET_S` and `LATENCY_BUDGET_S` allow, never fewer than the strictest criterion's floor
+    (`MIN_SAMPLES`, `MIN_LATENCY_RUNS`), never more than given."""
+    floor = max(MIN_SAMPLES.get(p, 32) for p in precisions) if precisions else 32
+    affordable = int(VERIFY_BUDGET_S / max(seconds_per_input, 1e-9))
+    samples = min(given, max(floor, affordable))
+    runs = min(latency_runs, max(MIN_LATENCY_RUNS, int(LATENCY_BUDGET_S / max(seconds_per_input, 1e-9))))
+    if samples == given and runs == latency_runs:
+        return SampleBudget(samples, runs)
+    reason = (f"{samples} of {given} test inputs and {runs} of {latency_runs} latency runs: Keras takes "
+              f"{seconds_per_input * 1e3:.0f} ms per input, and each artifact's check is held to about "
+              f"{VERIFY_BUDGET_S:g} s (at least {floor} inputs, what its {'int8 agreement' if floor > 32 else 'float bound'}"
+              " needs)")
+    return SampleBudget(samples, runs, reason)
 # int8 outputs without a class axis (one unit): argmax is meaningless, so a bound relative to the output range.
 INT8_SCALAR_RELATIVE_DIFF = 0.05
 

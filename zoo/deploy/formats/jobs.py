@@ -55,6 +55,8 @@ class ModelFacts:
     metadata: str | None = None  # zoo metadata JSON, written into every artifact (zoo.deploy.formats.metadata)
     keras_file: str | None = None  # the model as a .keras file; None when not needed or not savable
     keras_file_error: str | None = None  # why keras_file is None
+    params: int = 0  # Keras's count_params()
+    weight_bytes: int = 0  # bytes of every variable (`zoo.deploy.formats.memory.weight_bytes`): what memory scales with
     # The model card's facts for artifacts with a slot for them (the standard TFLite metadata): name, version,
     # author, license, where known (`zoo.deploy.export.planner.model_card`).
     card: Mapping = dataclasses.field(default_factory=dict)

@@ -22,14 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.options import Option, int_range
+from zoo.core.options import BOOL, Option, int_range
 from zoo.deploy.formats.base import ArtifactError, Format
 from zoo.deploy.formats.jobs import TEST, Converted
+from zoo.deploy.formats import memory
 from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TARGET_CPU
 from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
-from zoo.fileio import atomic_output, atomic_write_bytes
+from zoo.fileio import atomic_output, atomic_path, atomic_write_bytes
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
@@ -40,7 +41,7 @@ FORMAT = Format(
     runtime="onnxruntime (CPUExecutionProvider)",
     description="ONNX via tf2onnx from the SavedModel (constants frozen, Erfc rewritten), dynamic batch axis; "
                 "float16 and static int8 (QDQ) by onnxruntime's tools",
-    layout="a file `*.onnx` (a ModelProto)",
+    layout="a file `*.onnx` (a ModelProto); on the external-data route its weights beside it in `*.onnx.data`",
     metadata_at="`metadata_props` key `zoo_metadata`",
     scan_reads="every node of the graph, its subgraphs and local functions (operators outside the standard "
                "domains), and where external tensor data would be read from",
@@ -53,24 +54,72 @@ FORMAT = Format(
     options=(
         PRECISION,
         Option("opset", "ONNX opset", default=18, check=int_range(13, 18)),
+        Option("external_data", "weights in a file beside the .onnx (`<name>.onnx.data`, ONNX external data) on "
+               "tf2onnx's large-model route, faster on large models; unset: chosen by size (past 1 GB of "
+               "weights; past protobuf's 2 GB limit always, the only route there)", check=BOOL),
         *INT8_OPTIONS,
         TARGET_CPU,
     ),
 )
 
 
+DATA_SUFFIX = ".data"  # `<model>.onnx.data`: the external-data file beside `<model>.onnx`
+
+
+def data_file(path) -> Path:
+    """The external-data file of the ONNX model `path` (where it has one)."""
+    path = Path(path)
+    return path.with_name(path.name + DATA_SUFFIX)
+
+
+def write_model(proto, tensors: dict | None, path) -> Path:
+    """Writes `proto` to `path`, atomically; with `tensors` (location -> bytes, from
+    `onnx_convert.convert_saved_model_external`) those go first into `data_file(path)` (ONNX external data:
+    each tensor's `location`, `offset` and `length`, offsets aligned to 4 KiB as `onnx.save_model` aligns them),
+    so the model never names data that is not there. Returns `path`."""
+    path = Path(path)
+    if tensors:
+        from onnx.external_data_helper import _get_all_tensors  # initializers and attributes, subgraphs too
+
+        placed = {}
+        with atomic_path(data_file(path)) as tmp, open(tmp, "wb") as f:
+            for name in list(tensors):
+                f.seek(-f.tell() % 4096, os.SEEK_CUR)
+                placed[name] = (f.tell(), len(tensors[name]))
+                f.write(tensors.pop(name))  # handed over: each copy goes as it is written
+            f.flush()
+            os.fsync(f.fileno())
+        for tensor in _get_all_tensors(proto):
+            if tensor.data_location != tensor.EXTERNAL:
+                continue
+            location = next(e.value for e in tensor.external_data if e.key == "location")
+            offset, length = placed[location]
+            del tensor.external_data[:]  # onnx's set_external_data wants the bytes still in raw_data
+            for k, v in (("location", data_file(path).name), ("offset", str(offset)), ("length", str(length))):
+                tensor.external_data.add(key=k, value=v)
+    else:
+        data_file(path).unlink(missing_ok=True)  # a previous export's, which this model does not read
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(proto.SerializeToString())
+    return path
+
+
 def _float_proto(conversion):
-    """(the model as float ONNX, its `onnx_convert.Rewrites`); a quantization-aware model's keeps its
-    fake quantization as QDQ pairs."""
-    from zoo.deploy.formats.onnx_convert import convert_saved_model
+    """(the model as float ONNX, its `onnx_convert.Rewrites`, its external tensors or None, why the route was
+    chosen); a quantization-aware model's keeps its fake quantization as QDQ pairs."""
+    from zoo.deploy.formats.memory import available_bytes, use_external_data
+    from zoo.deploy.formats.onnx_convert import convert_saved_model_external
 
     opset = conversion.target.options["opset"]
-    proto, rewrites = convert_saved_model(conversion.saved_model(), opset, conversion.model.layers)
+    external, why = use_external_data(conversion.target.options.get("external_data"),
+                                      conversion.model.weight_bytes, available_bytes())
+    proto, rewrites, tensors = convert_saved_model_external(conversion.saved_model(), opset, conversion.model.layers,
+                                                            external=external)
     for value in [*proto.graph.input, *proto.graph.output]:  # tf2onnx names the free axes unk__N
         dims = value.type.tensor_type.shape.dim
         if dims and not dims[0].HasField("dim_value"):
             dims[0].dim_param = "batch"
-    return proto, rewrites
+    return proto, rewrites, tensors, why
 
 
 def unsupported_ops(traced) -> list:
@@ -84,17 +133,28 @@ def convert(conversion) -> Converted:
     from zoo.deploy.formats.ptq import onnx_static
     precision, options = conversion.target.variant, conversion.target.options
     notes, details = [f"opset {options['opset']}"], {}
-    proto, rewrites = _float_proto(conversion)
+    proto, rewrites, tensors, why = _float_proto(conversion)
     notes += rewrites.notes
+    if tensors is not None:
+        notes.append(f"converted on tf2onnx's large-model route{' (' + why + ')' if why else ''}"
+                     + (f": weights in {data_file(conversion.target.path).name} beside the model"
+                        if precision == "float32" else ""))
     if precision == "float32":
-        with atomic_output(conversion.target.path) as tmp:
-            tmp.write_bytes(proto.SerializeToString())
-        return Converted(conversion.target.path, notes=notes)
+        write_model(proto, tensors, conversion.target.path)
+        return Converted(conversion.target.path, notes=notes, route="external_data" if tensors is not None else None)
     scratch = os.path.join(conversion.work_dir, f"onnx_{precision}_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.onnx")
-    with open(float_path, "wb") as f:
-        f.write(proto.SerializeToString())
+    write_model(proto, tensors, float_path)
+    del proto
+    if tensors is not None and conversion.model.weight_bytes < memory.PROTOBUF_LIMIT * 0.9:
+        # onnxruntime's quantization tools copy the model without its data file (quant_pre_process): inline
+        # below protobuf's limit, converted on the large-model route all the same
+        import onnx
+
+        onnx.save(onnx.load(float_path), float_path)
+        data_file(float_path).unlink()
+    del tensors
     with atomic_output(conversion.target.path) as tmp:
         if precision == "float16":
             onnx_static.to_float16(float_path, tmp)

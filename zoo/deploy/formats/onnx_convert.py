@@ -38,7 +38,9 @@ keras.applications model.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 
 from zoo.deploy.formats.diagnose import OpGap, unknown_ops, unsupported_ops_error
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
@@ -102,25 +104,65 @@ def convert_saved_model(saved_model_dir: str, opset: int, layers: dict[str, str]
 
     Raises `UnsupportedOpsError` when ops are left that ONNX cannot run (naming their layers from `layers`).
     """
+    proto, rewrites, _ = convert_saved_model_external(saved_model_dir, opset, layers, signature_key, external=False)
+    return proto, rewrites
+
+
+def convert_saved_model_external(saved_model_dir: str, opset: int, layers: dict[str, str] | None = None,
+                                 signature_key: str = SERVING_SIGNATURE, external: bool = True):
+    """(proto, `Rewrites`, tensors) as `convert_saved_model`, on tf2onnx's large-model route where `external`:
+    the frozen graph's large constants are taken out of the GraphDef before TensorFlow imports it
+    (`tf_utils.compress_graph_def`) and handed to the converter as bytes, and every tensor over 1024 elements
+    leaves the proto as external data (`graph.ExternalTensorStorage`; tf2onnx 1.17 `convert._convert_common`,
+    the `--large_model` route). `tensors` maps each such tensor's `location` to its bytes (None inline):
+    `zoo.deploy.formats.onnx.write_model` writes them beside the .onnx as one ONNX external-data file. It is the
+    only route past protobuf's 2 GB limit on one message; below it, it is faster and no lighter (measured:
+    `zoo.deploy.formats.memory_factors.json`, `results/export_memory/README.md`).
+    """
     import tensorflow as tf
     from tf2onnx import optimizer, tf_loader
+    from tf2onnx.graph import ExternalTensorStorage
+    from tf2onnx.tf_utils import compress_graph_def
     from tf2onnx.tfonnx import process_tf_graph
 
     graph_def, inputs, outputs, tables, renames = tf_loader.from_saved_model(
-        saved_model_dir, None, None, tag=["serve"], signatures=[signature_key],
+        saved_model_dir, None, None, tag=["serve"], signatures=[signature_key], large_model=external,
         return_initialized_tables=True, return_tensors_to_rename=True)
     erfc = rewrite_erfc(graph_def)
-    with tf.device("/cpu:0"), tf.Graph().as_default() as tf_graph:
+    storage = ExternalTensorStorage() if external else None
+    const_values = compress_graph_def(graph_def) if external else None
+    gc.collect()  # the SavedModel tf2onnx loaded to freeze it (reference cycles): its variables are constants now
+    with tf.device("/cpu:0"), tf.Graph().as_default() as tf_graph, _numpy_product():
         tf.import_graph_def(graph_def, name="")
+        del graph_def  # its constants now live in const_values (external) or the imported graph
         graph = process_tf_graph(tf_graph, opset=opset, input_names=inputs, output_names=outputs,
-                                 initialized_tables=tables, tensors_to_rename=renames, continue_on_error=False)
-        graph = optimizer.optimize_graph(graph)
-        proto = graph.make_model("zoo export")
+                                 initialized_tables=tables, tensors_to_rename=renames, continue_on_error=False,
+                                 const_node_values=const_values)
+        del const_values
+        graph = optimizer.optimize_graph(graph, catch_errors=not external)  # as tf2onnx's own large-model route
+        proto = graph.make_model("zoo export", external_tensor_storage=storage)
+        del graph
     zero_pads = guard_zero_pads(proto)
     unknown = unconverted_nodes(proto)
     if unknown:
         raise unsupported_ops_error(f"ONNX (tf2onnx, opset {opset})", unknown, layers or {})
-    return proto, Rewrites(erfc=erfc, zero_pads=len(zero_pads))
+    return proto, Rewrites(erfc=erfc, zero_pads=len(zero_pads)), None if storage is None else storage.name_to_tensor_data
+
+
+@contextlib.contextmanager
+def _numpy_product():
+    """`numpy.product` while tf2onnx's large-model route runs: `Node.get_value_attr` (tf2onnx 1.17 graph.py)
+    sizes each constant with it, and NumPy 2 removed it (NEP 52, numpy/numpy#24306) for `numpy.prod`."""
+    import numpy as np
+
+    if hasattr(np, "product"):
+        yield
+        return
+    np.product = np.prod
+    try:
+        yield
+    finally:
+        del np.product
 
 
 def unconverted_nodes(proto) -> dict[str, list[str]]:

@@ -131,6 +131,32 @@ def _set_method_name(path: Path, key: str, method: str) -> None:
     atomic_write(path / "saved_model.pb", lambda f: f.write(proto.SerializeToString()))
 
 
+def track_each_variable_once(archive) -> None:
+    """Makes the archive's variable lists hold the `tf.Variable`s the signatures capture, so that its checkpoint
+    stores each variable once.
+
+    `ExportArchive.track` lists the Keras variables (`keras.Variable`, TensorFlow backend: a wrapper around a
+    `tf.Variable`, keras/src/backend/tensorflow/core.py) as `variables`, `trainable_variables` and
+    `non_trainable_variables` (keras/src/backend/tensorflow/export.py), and `write_out` lists the
+    `tf.Variable`s its functions capture as `_all_variables` (`_filter_and_track_resources`,
+    keras/src/export/saved_model_export_archive.py). The checkpoint keys objects by identity: a wrapper and the
+    variable it wraps are two objects, each saving the same value (`_serialize_to_tensors`), so every weight
+    was stored twice (`_all_variables/N` and `variables/N`), and TF Serving, which restores every checkpointed
+    variable, held a served model twice. With the wrapped `tf.Variable`s in the lists, both paths reach one
+    object, saved once; the revived archive's `variables` still lists every variable.
+    """
+    import keras
+    import tensorflow as tf
+
+    def unwrapped(v):
+        value = getattr(v, "value", None) if isinstance(v, keras.Variable) else None
+        return value if isinstance(value, tf.Variable) else v
+
+    trackable = archive._tf_trackable
+    for name in ("variables", "trainable_variables", "non_trainable_variables"):
+        setattr(trackable, name, [unwrapped(v) for v in getattr(trackable, name)])
+
+
 def export_saved_model(model, path: Path | str, batch_size: int | None = None, signature=None,
                        metadata=None) -> Path:
     """Writes `model` as a SavedModel with a `serving_default` signature into `path`.
@@ -156,6 +182,7 @@ def export_saved_model(model, path: Path | str, batch_size: int | None = None, s
     meta = metadata if metadata is not None else metadata_lib.of_model(model)
     archive = keras.export.ExportArchive()
     archive.track(model)
+    track_each_variable_once(archive)
     classify = None
     with portable_layers(model):
         archive.add_endpoint(SERVING_SIGNATURE, serving_fn(model, signature),
