@@ -11,7 +11,6 @@ import json
 import zipfile
 from pathlib import Path
 
-
 from zoo.deploy.formats.base import ArtifactError, Kind
 from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, join_batches
 from zoo.deploy.formats.unsafe.keras_config import scan_config
