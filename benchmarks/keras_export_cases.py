@@ -445,6 +445,11 @@ def _litert(path, values):
         if list(d["shape"]) != list(v.shape):
             interpreter.resize_tensor_input(d["index"], v.shape)
     interpreter.allocate_tensors()
+    names = _SERVE_ARGS.get("names") or []
+    by_name = {n: v for n, v in zip(names, values)}
+    matched = [next((by_name[n] for n in names if d["name"].split(":")[0].endswith(n)), None) for d in details]
+    if len(by_name) == len(details) and all(m is not None for m in matched):  # by name, as litert_test.py does
+        values = matched
     for d, v in zip(details, values):
         interpreter.set_tensor(d["index"], v.astype(d["dtype"]) if d["dtype"] is not np.object_ else v)
     interpreter.invoke()
@@ -515,6 +520,7 @@ def run_case(case: Case, formats=FORMATS, keras_side: bool = True) -> dict:
         keras = {}
         if keras_side:
             _SERVE_ARGS["args"] = _serve_args_of(case)
+            _SERVE_ARGS["names"] = list(x)
             for fmt in formats:
                 keras[fmt] = keras_cell(case, model, x, fmt, folder)
     return {"case": case.name, "kind": case.kind, "source": case.source, "zoo": zoo, "keras": keras}
@@ -524,7 +530,9 @@ def _serve_args_of(case: Case):
     """How Keras's SavedModel `serve` takes the case's inputs: its input structure."""
     if case.name == "input_dict":
         return lambda v: [{"x": v[0], "y": v[1]}]
-    if case.name in ("input_tuple", "input_array", "dynamic_dims_functional", "dynamic_dims_subclass",
+    if case.name == "input_tuple":
+        return lambda v: [tuple(v)]
+    if case.name in ("input_array", "dynamic_dims_functional", "dynamic_dims_subclass",
                      "multi_input", "dict_input_multi_output", "multi_head_attention"):
         if case.name == "dict_input_multi_output":
             return lambda v: [{"feature_1": v[0], "feature_2": v[1]}]
@@ -615,6 +623,15 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     result = run(args)
     result["wall_s"] = round(time.perf_counter() - t0, 1)
+    old = RESULTS / "keras_export_cases.json"
+    if args.patterns != ["*"] and old.is_file():  # cases run again replace their rows; the others are kept
+        import json
+
+        kept = json.loads(old.read_text())
+        fresh = {r["case"]: r for r in result["rows"]}
+        rows = [fresh.pop(r["case"], r) for r in kept["rows"]] + list(fresh.values())
+        result = {**kept, "rows": rows, "totals": totals(rows, result["formats"]),
+                  "rerun": sorted(r["case"] for r in result["rows"])}
     for path in write_result(RESULTS, SUITE, result, markdown):
         print("written:", path)
     print(markdown(result))
