@@ -12,8 +12,8 @@ A suite is one module here implementing the interface in `benchmarks.common` plu
 `SUITES`; `benchmarks.cli` is the one dispatch for all of them. The other modules are the suites'
 parts (`fit_timing`, `flops`, `peak`, `profile`, `torch_peer`, `serving_models`, ...) and the one-off
 research and acceptance runs, each run as `python -m benchmarks.NAME` and writing under `results/`
-(`export_matrix`, `check_vs_matrix`, `int8_diagnosis`, `mobile_acceptance`, `own_data_acceptance`, and
-`mnist_png_folder`, which writes the image folders they train on).
+(`export_matrix`, `check_vs_matrix`, `int8_diagnosis`, `mobile_acceptance`, `own_data_acceptance`,
+`keras_export_cases`, and `mnist_png_folder`, which writes the image folders they train on).
 """
 
 # Suite name -> module (imported only when that suite runs), in the order the results index lists them.

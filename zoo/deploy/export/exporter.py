@@ -4,7 +4,8 @@
 then does the work in four steps:
 
 1. the data of each role to files (`.npz` of named inputs, `.npy` labels), and Keras's own outputs on
-   the test inputs, the reference every artifact is compared with;
+   the test inputs, the reference every artifact is compared with (run twice: outputs that differ from
+   run to run are stochastic, and verified on their statistics);
 2. the model's SavedModel, once, in this process: every format converts from it;
 3. one `Job` per target (plain data), each converted and verified in a crash-isolated child process
    (`zoo.deploy.export.isolation`), so one format failing never stops or loses another;
@@ -30,6 +31,7 @@ from zoo.deploy.export.planner import (CARD_SLOTS, PLAN_PARAMETERS, WARMUP_RECOR
                                 own_parameters, plan)
 from zoo.deploy.export.report import ExportReport
 from zoo.deploy.export.results import ArtifactResult, KerasReference
+from zoo.deploy.export.verify import stochastic_outputs
 from zoo.fileio import TMP_PREFIX
 from zoo.deploy.formats import inputs, model_io
 from zoo.deploy.formats.jobs import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, VALIDATION, VALIDATION_LABELS, WARMUP,
@@ -37,6 +39,10 @@ from zoo.deploy.formats.jobs import (CALIBRATION, REFERENCE, TEST, TEST_LABELS, 
 from zoo.deploy.formats.runner import median
 
 __all__ = ["OutputDirError", "execute", "export"]
+
+# Keras runs again on this many of the test examples: outputs that then differ are stochastic (sampling or state
+# in the model) and are verified on their statistics (`zoo.deploy.export.verify.compare`).
+SECOND_RUN = 32
 
 
 def export(model, out_dir, formats=None, *, process: ConversionProcess | None = None, isolate: bool = True,
@@ -75,6 +81,8 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
     try:
         files = _data_files(plan, work)
         refs = _keras_outputs(model, plan.signature, dict(data.test_x))
+        stochastic = stochastic_outputs(refs, _keras_outputs(model, plan.signature,
+                                                             inputs.take(dict(data.test_x), 0, SECOND_RUN)))
         for i, value in enumerate(refs.values()):
             files[REFERENCE.format(i)] = _save(work, REFERENCE.format(i), value)
         keras_row = _keras_reference(model, plan.signature, refs, data.test_x, data.test_y,
@@ -85,7 +93,7 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
 
             meta = metadata_lib.describe(model, class_names=meta.class_names, input=meta.input,
                                          signature=plan.signature, output_names=_widths(refs))
-        facts = _model_facts_for_jobs(plan, refs, meta, work)
+        facts = _model_facts_for_jobs(plan, refs, meta, work, stochastic)
         if _backend() == "tensorflow":
             saved_model_dir, trace_error = _write_saved_model(model, plan.signature, work, meta)
         elif facts.keras_file is None:
@@ -112,7 +120,8 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
         shutil.rmtree(work, ignore_errors=True)
 
     report = ExportReport(
-        model=_model_facts(model, plan.signature, list(refs), plan.source, plan.recurrent, meta),
+        model={**_model_facts(model, plan.signature, list(refs), plan.source, plan.recurrent, meta),
+               "stochastic_outputs": list(stochastic)},
         data={**data.summary(), "quantization_aware": plan.quantization_aware},
         keras=keras_row, results=results, out_dir=str(plan.out_dir), card=dict(plan.card),
         timing={"export_s": sum(r.export_s for r in results), "verify_s": sum(r.verify_s for r in results),
@@ -191,7 +200,7 @@ def _data_files(plan: ExportPlan, work: Path) -> dict:
     return files
 
 
-def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> ModelFacts:
+def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path, stochastic=()) -> ModelFacts:
     """What the conversion process knows of the model; the .keras file only where a route rebuilds it."""
     keras_file, why = ((plan.source, None) if plan.source and not plan.looped
                        else _save_model(plan.model, work, plan.needs_keras_file))
@@ -199,7 +208,7 @@ def _model_facts_for_jobs(plan: ExportPlan, refs: dict, meta, work: Path) -> Mod
                       layers=model_io.layer_classes(plan.model), recurrent=plan.recurrent,
                       quantization_aware=plan.quantization_aware, metadata=None if meta is None else meta.to_json(),
                       keras_file=keras_file, keras_file_error=why, params=int(plan.model.count_params()),
-                      weight_bytes=weight_bytes(plan.model),
+                      weight_bytes=weight_bytes(plan.model), stochastic=stochastic,
                       card={k: str(v) for k, v in plan.card.items() if k in CARD_SLOTS})
 
 
@@ -224,11 +233,18 @@ def _save_model(model, work: Path, needed: bool) -> tuple[str | None, str | None
     and the int8 guards read its layers."""
     if not needed:
         return None, "not needed: the model has no RNN layers and no int8 guard"
+    from zoo.deploy.formats.model_io import without_config
+
+    why = without_config(model)
+    if why is not None:
+        return None, (f"{why}: implement get_config() and from_config() (keras.io/guides/serialization_and_saving), "
+                      "or build the model with the functional API")
     path = work / f"{model.name}.keras"
     try:
         model.save(path)
-    except Exception as e:  # a subclassed model without get_config, an unserializable custom layer
-        return None, f"{type(e).__name__}: {e}"[:500]
+    except Exception as e:  # an unserializable custom layer
+        first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+        return None, f"{type(e).__name__}: {first}"[:500]
     return str(path), None
 
 
@@ -295,6 +311,7 @@ def _saved_model_child(request_path: str) -> None:
 
 def _keras_outputs(model, signature, x: dict) -> dict:
     """Keras's outputs on the named inputs, by output name (`zoo.deploy.formats.trace.name_outputs`)."""
+    from zoo.deploy.formats.runner import join_batches
     from zoo.deploy.formats.trace import name_outputs
 
     x = inputs.for_keras(x)
@@ -306,7 +323,7 @@ def _keras_outputs(model, signature, x: dict) -> dict:
                  for i in range(0, inputs.count(x), 256)]
         import keras
 
-        outputs = keras.tree.map_structure(lambda *p: np.concatenate([np.asarray(v) for v in p]), *parts)
+        outputs = keras.tree.map_structure(lambda *p: join_batches(p), *parts)
     named = name_outputs(model, outputs)
     return {name: (np.asarray(v, np.float32) if np.asarray(v).dtype.kind in "fiub" else np.asarray(v))
             for name, v in named.items()}

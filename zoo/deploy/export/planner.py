@@ -218,8 +218,8 @@ def plan(
             limit = data.max_test_samples if data is not None else None
             recorded = ExportData.from_run(run, model, max_test_samples=limit)
             data = recorded or data
-    looped = model_io.has_unrolled_rnn(model)
-    if looped:  # the same function; every format's RNN route starts from the loop
+    looped = model_io.has_unrolled_rnn(model) and model_io.without_config(model) is None
+    if looped:  # the same function; every format's RNN route starts from the loop (rebuilt from its config)
         model = model_io.looped_copy(model)
     data = ExportData.of(data, model)
     test = data.role("test")

@@ -116,6 +116,8 @@ class ExportReport:
         rows = self.rows()
         widths = [max(len(str(row[c])) for row in rows) for c in range(len(rows[0]))]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        if self.model.get("stochastic_outputs"):
+            lines.append(f"stochastic: {stochastic_text(self.model['stochastic_outputs'])}")
         for r in self.results:
             if r.error:
                 lines.append(f"{r.label}: {r.error}")
@@ -153,6 +155,8 @@ class ExportReport:
             lines.append(f"- **Input meaning**: {m['input_meaning']}")
         if m.get("traced_from_text"):
             lines.append(f"- **Signature**: traced from {m['traced_from_text']}")
+        if m.get("stochastic_outputs"):
+            lines.append(f"- **Stochastic**: {stochastic_text(m['stochastic_outputs'])}")
         if m.get("source"):
             lines.append(f"- **Source**: `{m['source']}`")
         lines += ["", "## Data and recipe", ""]
@@ -201,6 +205,13 @@ class ExportReport:
         """Writes report.json and report.md atomically next to the artifacts."""
         out = Path(out_dir or self.out_dir)
         return atomic_write_text(out / JSON_NAME, self.to_json()), atomic_write_text(out / MARKDOWN_NAME, self.to_markdown())
+
+
+def stochastic_text(names) -> str:
+    """What the report says of outputs that differ between two Keras runs on the same inputs."""
+    return (", ".join(f"`{n}`" for n in names) + " differ between two Keras runs on the same inputs (sampling or "
+            "state in the model): every artifact is verified on their names, shapes, dtypes and summary statistics "
+            "(mean and std), not value by value; the max abs diff column covers the other outputs")
 
 
 def budget_lines(result: ArtifactResult) -> list[str]:

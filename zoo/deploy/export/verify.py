@@ -126,8 +126,14 @@ def metrics(outputs: np.ndarray, labels: np.ndarray | None) -> dict:
 
 
 def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], precision: str,
-            labels: np.ndarray | None = None) -> Comparison:
-    """`outputs` (name -> array) against Keras's `references` under the criterion of `precision`."""
+            labels: np.ndarray | None = None, stochastic: tuple[str, ...] = ()) -> Comparison:
+    """`outputs` (name -> array) against Keras's `references` under the criterion of `precision`.
+
+    The outputs named in `stochastic` differ between two Keras runs on the same inputs (a layer sampling in
+    inference, a counter: keras/src/export/saved_model_test.py's test_model_with_rng_export and
+    test_model_with_non_trainable_state_export); they are held to names, shapes, dtypes and summary statistics
+    (`compare_statistics`), the others value by value.
+    """
     result = Comparison(output_shapes={name: list(np.shape(v)) for name, v in outputs.items()})
     problems = result.problems
     if sorted(outputs) != sorted(references):
@@ -137,19 +143,28 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
             problems.append(f"output {name!r} shape {list(np.shape(outputs[name]))} != Keras {list(ref.shape)}")
     if problems:
         return result
+    sampled = [n for n in references if n in stochastic]
+    for name in sampled:
+        problems.extend(compare_statistics(name, np.asarray(outputs[name]), references[name]))
+    references = {n: ref for n, ref in references.items() if n not in stochastic}
+    criterion = CRITERIA[precision]
+    result.criterion = criterion.text
+    if sampled:
+        result.criterion = (f"{STOCHASTIC_CRITERION} for {', '.join(sampled)}"
+                            + (f"; {criterion.text} for the others" if references else ""))
+    if not references:
+        return result
 
     first = next(iter(references))
     diffs = [float(np.max(np.abs(np.asarray(outputs[n], np.float64) - ref))) if ref.size else 0.0
              for n, ref in references.items()]
     result.max_abs_diff = max(diffs)
-    has_classes = references[first].shape[-1] > 1
+    has_classes = references[first].ndim > 1 and references[first].shape[-1] > 1  # a rank-0 output has no axis
     if has_classes:
         result.argmax_agreement = float(np.mean(np.argmax(outputs[first], -1) == np.argmax(references[first], -1)))
     for name, value in metrics(np.asarray(outputs[first]), labels).items():
         setattr(result, name, value)
 
-    criterion = CRITERIA[precision]
-    result.criterion = criterion.text
     largest = max((float(np.max(np.abs(ref))) for ref in references.values() if ref.size), default=0.0)
     if not np.isfinite(result.max_abs_diff):
         problems.append("outputs are not finite")
@@ -164,11 +179,60 @@ def compare(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], p
                                 f"{criterion.min_argmax_agreement:.0%}")
         else:
             span = float(np.ptp(references[first])) or 1.0
-            result.criterion = f"max abs diff <= {INT8_SCALAR_RELATIVE_DIFF:.0%} of the output range"
+            result.criterion = (result.criterion or "").replace(
+                criterion.text, f"max abs diff <= {INT8_SCALAR_RELATIVE_DIFF:.0%} of the output range")
             if result.max_abs_diff > INT8_SCALAR_RELATIVE_DIFF * span:
                 problems.append(f"max abs diff {result.max_abs_diff:.3g} > {INT8_SCALAR_RELATIVE_DIFF:.0%} "
                                 f"of {span:.3g}")
     return result
+
+
+# A stochastic output's mean and standard deviation may move this much (a fraction of Keras's standard deviation)
+# from Keras's; below STATISTICS_MIN_VALUES values its statistics say nothing and are not compared.
+STATISTICS_TOLERANCE = 0.1
+STATISTICS_MIN_VALUES = 30
+STOCHASTIC_CRITERION = (f"stochastic (Keras differs from itself on the same inputs): names, shapes, dtypes, and mean "
+                        f"and std within {STATISTICS_TOLERANCE:g} x Keras's std (outputs of at least "
+                        f"{STATISTICS_MIN_VALUES} values)")
+
+
+def compare_statistics(name: str, output: np.ndarray, reference: np.ndarray) -> list[str]:
+    """Why a stochastic output does not agree with Keras's: its dtype kind, finiteness, mean and std (empty:
+    it agrees)."""
+    if (output.dtype.kind in "USO") != (reference.dtype.kind in "USO"):
+        return [f"output {name!r} is {output.dtype}, Keras's {reference.dtype}"]
+    if output.dtype.kind in "USO" or not reference.size:
+        return []
+    values = np.asarray(output, np.float64)
+    if not np.all(np.isfinite(values)):
+        return [f"output {name!r} is not finite"]
+    if reference.size < STATISTICS_MIN_VALUES:
+        return []
+    ref = np.asarray(reference, np.float64)
+    bound = STATISTICS_TOLERANCE * max(float(np.std(ref)), 1e-6)
+    problems = []
+    for stat, fn in (("mean", np.mean), ("std", np.std)):
+        got, want = float(fn(values)), float(fn(ref))
+        if abs(got - want) > bound:
+            problems.append(f"stochastic output {name!r}: {stat} {got:.4g} != Keras's {want:.4g} (bound {bound:.3g})")
+    return problems
+
+
+def stochastic_outputs(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """The outputs that differ between two Keras runs on the same inputs (`second` may cover the first examples
+    only): sampling or state in the model, not rounding (a bound of 1e-5 x the output's largest value)."""
+    found = []
+    for name, a in first.items():
+        b = np.asarray(second[name])
+        a = np.asarray(a) if a.ndim == 0 or b.ndim == 0 else np.asarray(a)[:len(b)]
+        if a.shape != b.shape or a.dtype.kind in "USO":
+            if a.shape != b.shape or not np.array_equal(a, b):
+                found.append(name)
+            continue
+        scale = max(1.0, float(np.max(np.abs(a))) if a.size else 1.0)
+        if a.size and float(np.max(np.abs(np.asarray(a, np.float64) - b))) > 1e-5 * scale:
+            found.append(name)
+    return tuple(found)
 
 
 def verify(runner: Runner, conversion) -> Verification:
@@ -178,9 +242,10 @@ def verify(runner: Runner, conversion) -> Verification:
 
     job = conversion.job
     x = conversion.inputs(TEST)
-    comparison = compare(runner.predict(x), conversion.references(), job.target.precision, conversion.labels(TEST))
+    comparison = compare(runner.predict(x), conversion.references(), job.target.precision, conversion.labels(TEST),
+                         stochastic=job.model.stochastic)
     result = Verification(**vars(comparison), runtime=runner.runtime, eval_samples=count(x))
-    if comparison.max_abs_diff is not None and job.latency_runs:  # names and shapes agree: it runs
+    if comparison.criterion is not None and job.latency_runs:  # names and shapes agree: it runs
         times = runner.latencies_ms(take(x, 0, 1), job.latency_runs, job.warmup_runs)
         result.latency_ms, result.latency_runs = median(times), len(times)
     result.runtime = runner.runtime  # some runners say more once they have run (TF.js: the backend)

@@ -118,8 +118,8 @@ class Conversion:
         loads under the same `Trust` (Keras's safe_mode unless the user turned it off).
         """
         if self.model.keras_file is None:
-            raise ZooError("this route rebuilds the Keras model from a .keras file, and the model could not be "
-                           f"saved as one: {self.model.keras_file_error}")
+            raise ZooError(f"this route ({self.target.label}) rebuilds the Keras model from a .keras file, and the "
+                           f"model could not be saved as one: {self.model.keras_file_error}")
         return _cached_model(self.model.keras_file, self.job.trust.unsafe_deserialization)
 
     def saved_model(self, variant: str = "", model=None, batch_size: int | None = None) -> str:

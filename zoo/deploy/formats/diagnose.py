@@ -95,6 +95,45 @@ def unknown_ops(graph_def, known) -> dict[str, list[str]]:
     return found
 
 
+# Ops that write a variable inside the model's call: a counter's `assign_add`, a `keras.random.SeedGenerator`'s
+# next state (keras/src/export/saved_model_test.py's test_model_with_non_trainable_state_export and
+# test_model_with_rng_export).
+ASSIGN_OPS = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+
+
+def saved_model_nodes(saved_model_dir, signature_key: str = "serving_default") -> list[tuple[str, str]]:
+    """`(op, name)` of every node of a SavedModel's serving function, not frozen (freezing fails on a graph that
+    writes its variables), its called functions included (`graph_nodes`)."""
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(saved_model_dir))  # kept alive while its function is read
+    return graph_nodes(loaded.signatures[signature_key].graph.as_graph_def())
+
+
+def nodes_of(nodes: list[tuple[str, str]], ops) -> dict[str, list[str]]:
+    """op -> node names, for the nodes whose op is in `ops`."""
+    found: dict[str, list[str]] = {}
+    for op, name in nodes:
+        if op in ops:
+            found.setdefault(op, []).append(name)
+    return found
+
+
+def writes_variables_error(fmt: str, nodes: dict[str, list[str]], layers: dict[str, str],
+                           what: str) -> UnsupportedOpsError:
+    """The error of a format that freezes every variable into a constant, for a model that writes its own
+    (`nodes`: op -> node names of `ASSIGN_OPS`); `what`: what the format did with them."""
+    error = unsupported_ops_error(fmt, nodes, layers)
+    named = sorted({n for names in error.ops.values() for n in names})
+    where = ", ".join(f"'{n}' ({layers[n]})" for n in named) or "the model"
+    message = (f"{fmt} {what}: {where} writes a variable inside call() ("
+               + ", ".join(f"{op} x{len(v)}" for op, v in sorted(nodes.items())) + "), such as a counter or a "
+               "keras.random.SeedGenerator's state, and the format freezes every variable into a constant. Serve "
+               "the SavedModel, which keeps the variable and its updates, or keep the state outside the model "
+               "(pass it in as an input; draw random numbers with a seed input or outside the model).")
+    return UnsupportedOpsError(message, error.ops)
+
+
 def layer_of(node_name: str, layers: dict[str, str]) -> str | None:
     """The Keras layer (a key of `layers`: name -> class name) whose scope holds the node, innermost first."""
     parts = [p for p in node_name.split(":")[0].split("/") if p]

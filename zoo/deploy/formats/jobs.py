@@ -57,6 +57,9 @@ class ModelFacts:
     keras_file_error: str | None = None  # why keras_file is None
     params: int = 0  # Keras's count_params()
     weight_bytes: int = 0  # bytes of every variable (`zoo.deploy.formats.memory.weight_bytes`): what memory scales with
+    # outputs that differ between two Keras runs on the same inputs: verified on statistics, not values
+    # (`zoo.deploy.export.verify.compare`)
+    stochastic: tuple[str, ...] = ()
     # The model card's facts for artifacts with a slot for them (the standard TFLite metadata): name, version,
     # author, license, where known (`zoo.deploy.export.planner.model_card`).
     card: Mapping = dataclasses.field(default_factory=dict)
@@ -70,6 +73,7 @@ class ModelFacts:
         object.__setattr__(self, "layers", MappingProxyType(dict(self.layers)))
         object.__setattr__(self, "card", MappingProxyType(dict(self.card)))
         object.__setattr__(self, "output_names", tuple(self.output_names))
+        object.__setattr__(self, "stochastic", tuple(self.stochastic))
 
 
 # The data a job's files hold, by role (`Job.data`: role -> .npz of named inputs or .npy array).

@@ -11,10 +11,8 @@ import json
 import zipfile
 from pathlib import Path
 
-import numpy as np
-
 from zoo.deploy.formats.base import ArtifactError, Kind
-from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner
+from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, join_batches
 from zoo.deploy.formats.unsafe.keras_config import scan_config
 
 KIND = Kind(
@@ -136,7 +134,7 @@ class KerasRunner(Runner):
         for start in range(0, n, batch_size):
             batch = {k: tf.constant(v[start:start + batch_size]) for k, v in named.items()}
             parts.append(self._names(self.model, self.model(*self._signature.pack(batch), training=False)))
-        return {name: np.concatenate([np.asarray(p[name]) for p in parts]) for name in parts[0]}
+        return {name: join_batches([p[name] for p in parts]) for name in parts[0]}
 
 
 def _output_infos(model):

@@ -47,21 +47,7 @@ def input_vocabularies(model, signature) -> dict:
 
 def recurrent_layers(model) -> list[str]:
     """Class names of the recurrent layers anywhere in the model (inside Bidirectional and nested models too)."""
-    import keras
-
-    found = []
-
-    def walk(layer):
-        inner = getattr(layer, "forward_layer", None) or getattr(layer, "layer", None)
-        if type(layer).__name__ in RECURRENT:
-            found.append(type(layer).__name__)
-        elif inner is not None and isinstance(inner, keras.layers.Layer):
-            walk(inner)
-        for sub in getattr(layer, "layers", []) or []:
-            walk(sub)
-
-    walk(model)
-    return found
+    return [type(layer).__name__ for layer in _recurrent(model)]
 
 
 def _config_nodes(node):
@@ -101,9 +87,42 @@ def unrolled_copy(model, example_shape: tuple):
 
 
 def has_unrolled_rnn(model) -> bool:
-    """True if some RNN layer of `model` (inside Bidirectional and nested models too) has `unroll=True`."""
-    return any(node.get("class_name") in RECURRENT and (node.get("config") or {}).get("unroll")
-               for node in _config_nodes(model.get_config()))
+    """True if some RNN layer of `model` (inside Bidirectional and nested models too) has `unroll=True`.
+
+    Read from the layers, not from `get_config()`: a subclassed model whose `__init__` takes layers has no
+    config (keras-team/keras keras/src/export/saved_model_test.py's CustomModel), and exporting it needs none.
+    """
+    return any(getattr(layer, "unroll", False) for layer in _recurrent(model))
+
+
+def _recurrent(model):
+    """The recurrent layer objects of `model` (inside Bidirectional, its forward layer, and nested models too)."""
+    import keras
+
+    found = []
+
+    def walk(layer):
+        inner = getattr(layer, "forward_layer", None) or getattr(layer, "layer", None)
+        if type(layer).__name__ in RECURRENT:
+            found.append(layer)
+        elif inner is not None and isinstance(inner, keras.layers.Layer):
+            walk(inner)  # Bidirectional's forward layer: its backward one is its mirror
+        for sub in getattr(layer, "layers", []) or []:
+            walk(sub)
+
+    walk(model)
+    return found
+
+
+def without_config(model) -> str | None:
+    """Why `model` has no config (a subclassed model whose `__init__` takes layers and that does not implement
+    `get_config`), in one line; None where it has one. The routes that rebuild the model need it."""
+    try:
+        model.get_config()
+    except NotImplementedError:
+        return (f"{type(model).__name__} has no get_config() (its __init__ takes arguments Keras cannot "
+                "serialize, such as layers)")
+    return None
 
 
 def looped_copy(model):

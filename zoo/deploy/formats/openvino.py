@@ -128,7 +128,12 @@ def convert(conversion) -> Converted:
     import openvino as ov
 
     precision = conversion.target.variant
-    model = ov.convert_model(conversion.saved_model())
+    try:
+        model = ov.convert_model(conversion.saved_model())
+    except Exception as e:  # OpConversionFailure: the frontend's report, its op names four lines down
+        raise converter_error(e, conversion) from None
+    if len(model.outputs) < len(conversion.model.output_names):
+        raise dropped_outputs_error(len(model.outputs), conversion)
     notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
     if precision == "int8":
         if conversion.model.quantization_aware:  # convert_model made its fake quantization FakeQuantize ops
@@ -140,6 +145,53 @@ def convert(conversion) -> Converted:
     with atomic_output(conversion.target.path) as tmp:
         ov.save_model(model, os.path.join(tmp, IR_NAME), compress_to_fp16=precision == "float16")
     return Converted(conversion.target.path, notes=notes, details=details)
+
+
+FRONTEND = "OpenVINO (TensorFlow frontend)"
+# The frontend's report of the ops it has no rule for (openvino 2026.4 unconverted_ops_report.cpp).
+_NO_RULE = "No conversion rule found for operations:"
+_FAILED_FOR = "Conversion is failed for:"
+
+
+def converter_error(e: Exception, conversion) -> Exception:
+    """`convert_model`'s failure in zoo's words: the ops it could not convert, the Keras layers they came from
+    (`zoo.deploy.formats.diagnose`), and what to do; else its first lines that say something."""
+    from zoo.deploy.formats import diagnose
+
+    text = str(e)
+    ops = []
+    for line in text.splitlines():
+        for marker in (_NO_RULE, _FAILED_FOR):
+            if marker in line:
+                ops += [op.strip() for op in line.split(marker, 1)[1].split(",") if op.strip()]
+    ops = [op.split(" ")[0] for op in ops]  # "Op (reason)" -> "Op"
+    if ops:
+        try:
+            nodes = diagnose.nodes_of(diagnose.saved_model_nodes(conversion.saved_model()), set(ops))
+        except Exception:  # the SavedModel's graph unreadable: the op names alone
+            nodes = {}
+        nodes = {op: nodes.get(op) or [op] for op in ops}
+        return diagnose.unsupported_ops_error(FRONTEND, nodes, dict(conversion.model.layers))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("Check '")]
+    return RuntimeError(f"{FRONTEND} could not convert the model ({type(e).__name__}: "
+                        f"{' '.join(lines[:3])[:400]}). Serve the SavedModel, or export ONNX and run it with "
+                        "onnxruntime's OpenVINO execution provider.")
+
+
+def dropped_outputs_error(kept: int, conversion) -> Exception:
+    """The error where the frontend converted a graph that writes its variables and lost outputs on the way
+    (keras/src/export/saved_model_test.py's stateful counter: its count, a variable read, is gone)."""
+    from zoo.deploy.formats import diagnose
+
+    names = conversion.model.output_names
+    what = f"kept {kept} of the model's {len(names)} outputs ({', '.join(names)})"
+    try:
+        writes = diagnose.nodes_of(diagnose.saved_model_nodes(conversion.saved_model()), diagnose.ASSIGN_OPS)
+    except Exception:
+        writes = {}
+    if writes:
+        return diagnose.writes_variables_error(FRONTEND, writes, dict(conversion.model.layers), what)
+    return RuntimeError(f"{FRONTEND} {what}. Serve the SavedModel, or export ONNX.")
 
 
 class OpenVINORunner(Runner):

@@ -92,4 +92,14 @@ def predict_in_chunks(fn, x: dict[str, np.ndarray], chunk: int = 256) -> dict[st
         batch = {k: np.ascontiguousarray(v[start : start + chunk]) for k, v in x.items()}
         for name, value in fn(batch).items():
             parts.setdefault(name, []).append(np.asarray(value))
-    return {name: np.concatenate(v) for name, v in parts.items()}
+    return {name: join_batches(v) for name, v in parts.items()}
+
+
+def join_batches(parts: list) -> np.ndarray:
+    """One output's arrays of successive batches as one: concatenated on the batch axis; a rank-0 output (a
+    scalar, such as keras/src/export/saved_model_test.py's stateful counter) has none, and is the last
+    batch's value (the state after every batch)."""
+    parts = [np.asarray(p) for p in parts]
+    if parts[-1].ndim == 0:
+        return parts[-1]
+    return np.concatenate(parts)

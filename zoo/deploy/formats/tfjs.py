@@ -156,15 +156,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
             skip_op_check=True,
         )
     except Exception as e:  # with its op check off the converter may crash on ops tfjs lacks: name them
-        from zoo.deploy.formats.diagnose import UnsupportedOpsError
-
-        try:
-            tfjs_ops.check_saved_model_ops(saved_model_dir, layers)
-        except UnsupportedOpsError:
-            raise
-        except Exception:  # the diagnosis failed too: the converter's own error says more
-            pass
-        raise e
+        raise converter_error(e, saved_model_dir, layers) from None
     notes = []
     erfc = tfjs_ops.rewrite_erfc(out_dir)
     if erfc:
@@ -173,7 +165,7 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
     if lookups:
         notes.append(f"{lookups} table lookup(s) reshaped to their keys' shape (tfjs returns them flat)")
     tfjs_ops.check_ops(out_dir, layers)
-    align_output_names(out_dir)
+    align_output_names(out_dir, saved_model_dir)
     name_inputs(out_dir)
     split = unfuse_tensor_bias(out_dir)
     if split:
@@ -184,23 +176,73 @@ def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool,
     return notes
 
 
-def align_output_names(model_dir) -> bool:
-    """Orders `model.json`'s signature outputs as its `structuredOutputKeys`; True if they were not.
+def converter_error(e: Exception, saved_model_dir, layers: dict) -> Exception:
+    """The converter's failure in zoo's words: the ops tfjs cannot run and their layers (`tfjs_ops`), or the layers
+    that write a variable (the converter freezes every variable: "AssertionError: Identity is not in graph"), else
+    the converter's first line with what to do."""
+    from zoo.deploy.formats import diagnose, tfjs_ops
+
+    fmt = "TF.js (tfjs 4.22)"
+    checked = False
+    try:
+        writes = diagnose.nodes_of(diagnose.saved_model_nodes(saved_model_dir), diagnose.ASSIGN_OPS)
+        if writes:
+            return diagnose.writes_variables_error(fmt, writes, layers, "cannot convert this model")
+        tfjs_ops.check_saved_model_ops(saved_model_dir, layers)
+        checked = True
+    except diagnose.UnsupportedOpsError as found:
+        return found
+    except Exception:  # the diagnosis failed too: say what the converter said
+        pass
+    first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    return RuntimeError(f"{fmt}'s converter failed on this model's graph ({type(e).__name__}"
+                        + (f": {first[:300]}" if first else "") + ")" + (", though tfjs runs every op of it" if checked
+                                                                         else "") + ". Serve the SavedModel, or "
+                        "export ONNX and run it with onnxruntime-web in the browser.")
+
+
+def align_output_names(model_dir, saved_model_dir=None) -> bool:
+    """Orders `model.json`'s signature outputs as its `structuredOutputKeys`, each keyed by its own name; True if
+    they were not.
 
     tfjs names the tensors `predict()` returns by position: the i-th of the signature's outputs
     gets the i-th of `structuredOutputKeys` (tfjs-converter 4.22 `addStructuredOutputNames`).
     The converter writes those keys sorted but the outputs in the order of the SavedModel's
     signature map, which is not sorted: with two outputs, `predict()` could swap their names.
+    Where two outputs are alike in dtype and shape the converter cannot tell them apart and keys them by tensor
+    name (`Identity:0`, `Identity_1:0`: `_find_signature_def_name`); each tensor's key is then read from the
+    SavedModel the graph came from (`saved_model_dir`): its serving function's i-th output tensor is the i-th of
+    its sorted structured output keys, the order the converter reads its output nodes in
+    (`convert_tf_saved_model`'s `output_node_names` and `sorted_keys`).
     """
     path = Path(model_dir) / "model.json"
     model = json.loads(path.read_text())
     keys = (model.get("userDefinedMetadata") or {}).get("structuredOutputKeys")
     outputs = (model.get("signature") or {}).get("outputs") or {}
-    if not keys or list(outputs) == list(keys) or set(outputs) != set(keys):
+    if not keys or list(outputs) == list(keys):
         return False
+    if set(outputs) != set(keys):
+        if saved_model_dir is None:
+            return False
+        by_tensor = signature_output_keys(saved_model_dir)
+        named = {by_tensor.get(spec.get("name"), name): spec for name, spec in outputs.items()}
+        if set(named) != set(keys):
+            raise RuntimeError(f"the TF.js graph's outputs {sorted(outputs)} do not map to the SavedModel's "
+                               f"{sorted(keys)} (by tensor: {by_tensor})")
+        outputs = named
     model["signature"]["outputs"] = {k: outputs[k] for k in keys}
     path.write_text(json.dumps(model))
     return True
+
+
+def signature_output_keys(saved_model_dir) -> dict[str, str]:
+    """The serving function's output tensor name -> its structured output key (`Identity_1:0` -> `output_1`)."""
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(saved_model_dir))  # kept alive while its function is read
+    fn = loaded.signatures[SERVING_SIGNATURE]
+    keys = sorted(fn.structured_outputs)  # tf.nest flattens a dict by sorted key: fn.outputs' order
+    return {t.name: key for key, t in zip(keys, fn.outputs)}
 
 
 def name_inputs(model_dir) -> int:
