@@ -10,11 +10,14 @@ overrides it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from zoo.errors import UnknownNameError
+
+if TYPE_CHECKING:  # an annotation only: the dry run reads data without the pipelines splits.py imports
+    from zoo.data.splits import SplitData
 
 TASKS = ("classification", "regression", "forecast")
 VALIDATION_SPLIT, TEST_SPLIT = 0.1, 0.1

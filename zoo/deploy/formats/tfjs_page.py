@@ -79,8 +79,6 @@ def serve(folder, port: int = 0) -> None:
     if not (folder / "model.json").is_file():
         raise ValueError(f"{folder} is not a TF.js model folder (no model.json): --serve-page takes a tfjs_* folder.")
     if not (folder / "index.html").is_file() or not (folder / "tf.min.js").is_file():
-        from zoo.deploy.formats.tfjs import write_page
-
         for note in write_page(folder):
             print(note)
     server = PageServer(folder, port)
