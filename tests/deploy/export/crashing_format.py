@@ -6,6 +6,7 @@ crash happens in that process exactly as a real segfault would.
 
 import os
 import signal
+import time
 
 
 def convert(job):
@@ -14,6 +15,7 @@ def convert(job):
     if job.target.options.get("opset") == 14:  # the "out of memory" flavour: resident memory, then what the kernel's
         held = bytearray(300 * 2**20)  # OOM killer sends
         held[::4096] = b"x" * len(held[::4096])  # touched: resident, not just reserved
+        time.sleep(1.5)  # a real one grows for seconds, seen by the parent's polls of VmHWM (every 0.5 s)
         os.kill(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGSEGV)
 

@@ -37,7 +37,8 @@ def test_a_child_killed_for_memory_is_reported_as_out_of_memory_with_its_peak_an
     assert "30,000,000 parameters" in error and "120 MB of weights" in error
     assert "external-data route" in error and "fewer formats at once" in error
     assert "absl" not in error and "cuda" not in error.lower()  # no TensorFlow start-up lines
-    # The peak is the kernel's count for the child (wait4's ru_maxrss): the 300 MB it held, and the interpreter.
+    # The peak is the kernel's count for the child (its VmHWM while it ran, wait4's ru_maxrss where that exceeds the
+    # parent's own peak, which Linux starts it at): the 300 MB it held, and the interpreter.
     assert 300 * 2**20 < result.peak_rss_bytes < 3 * 2**30
     assert f"peak of {memory.size(result.peak_rss_bytes)} resident" in error
 

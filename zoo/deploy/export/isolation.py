@@ -119,6 +119,7 @@ class ConversionProcess:
     def __init__(self, log_path=None):
         self._proc = None
         self._reaped_peak = None
+        self._inherited_peak = 0
         self._log_path = log_path  # the child's stdout and stderr (converter chatter), quoted on a crash
 
     def _start(self):
@@ -130,6 +131,9 @@ class ConversionProcess:
         # trained on JAX or PyTorch reaches it as a `.keras` file and a SavedModel written on TensorFlow).
         env = tensorflow_env()
         self._reaped_peak = None
+        # Linux starts the child's ru_maxrss at this process's own peak (exec(2) keeps the forked memory's high-water
+        # mark): a reaped peak at or below it is this process's, not the child's (`_alive`).
+        self._inherited_peak = memory.peak_rss(os.getpid()) or 0
         self._log = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "zoo.deploy.export.isolation", str(child_r), str(child_w)],
@@ -185,7 +189,8 @@ class ConversionProcess:
         if pid == 0:
             return True
         self._proc.returncode = os.waitstatus_to_exitcode(status)
-        self._reaped_peak = usage.ru_maxrss * 1024  # KiB on Linux (getrusage(2))
+        reaped = usage.ru_maxrss * 1024  # KiB on Linux (getrusage(2))
+        self._reaped_peak = reaped if reaped > self._inherited_peak else None
         return False
 
     def _died(self, job: Job, partial: ArtifactResult | None, timed_out_after, peak=None) -> ArtifactResult:

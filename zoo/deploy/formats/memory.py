@@ -147,9 +147,3 @@ def out_of_memory(job, peak: int | None, during: str) -> str:
             f"peak of {size(peak)} resident, {target.label} of {model.name} ({model.params:,} parameters, "
             f"{size(model.weight_bytes)} of weights"
             + (f"; estimated need {size(needed)}" if needed else "") + f"). Ways out: {way_out(target.format, external)}")
-
-
-def child_peak(pid: int, reaped_maxrss_kb: int | None = None) -> int | None:
-    """The larger of the child's VmHWM (alive) and the ru_maxrss its `wait4` returned (dead; KiB on Linux)."""
-    values = [v for v in (peak_rss(pid), None if reaped_maxrss_kb is None else reaped_maxrss_kb * 1024) if v]
-    return max(values) if values else None
