@@ -77,6 +77,9 @@ def assert_same_function(reference, model, input_shape):
     np.testing.assert_allclose(model(x, training=False).numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
+# With `-m slow`: tests/architectures/test_keras_twins.py loads keras.applications' own resnet50 weights file into the
+# zoo model by default and compares the outputs, which checks this and the file's layout (suite time, issue 39).
+@pytest.mark.slow
 def test_resnet50_computes_what_keras_applications_computes():
     shape = (64, 64, 3)
     reference = keras.applications.ResNet50(weights=None, input_shape=shape, classes=10, classifier_activation=None)
@@ -84,6 +87,9 @@ def test_resnet50_computes_what_keras_applications_computes():
     assert_same_function(reference, model, shape)
 
 
+# With `-m slow`: tests/architectures/test_keras_twins.py loads keras.applications' own mobilenet_v2 weights file into the
+# zoo model by default and compares the outputs, which checks this and the file's layout (suite time, issue 39).
+@pytest.mark.slow
 def test_mobilenet_v2_computes_what_keras_applications_computes():
     shape = (96, 96, 3)
     reference = keras.applications.MobileNetV2(

@@ -78,7 +78,22 @@ def test_keras_round_trip_is_identical(name, tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded(x, training=False)), np.asarray(model(x, training=False)))
 
 
-@pytest.mark.parametrize("name", params_marking_variants_slow(zoo.list_models()))
+def _overfit_elsewhere() -> set:
+    """The architectures whose overfit tests train them through the same base, traced, by default
+    (tests/architectures/test_cnn_reference.py, test_rnn_mlp_reference.py)."""
+    from tests.architectures import test_cnn_reference, test_rnn_mlp_reference
+
+    return (set(test_cnn_reference.OVERFIT) - test_cnn_reference.OVERFIT_SLOW) | {
+        case.split("/")[0] for case in test_rnn_mlp_reference.OVERFIT_CASES}
+
+
+# By default for the architectures no overfit test trains (the deep ImageNet families, MobileNetV3, fastText), and
+# for convnet_bn, the tf.data representative of those that one does; `-m slow` for every one (suite time, issue 39:
+# the others took 43 s of the 2-core suite here).
+@pytest.mark.parametrize("name", [
+    p if p.values[0] == "convnet_bn" or p.values[0] not in _overfit_elsewhere()
+    else pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id)
+    for p in params_marking_variants_slow(zoo.list_models())])
 def test_trains_through_the_training_base_on_tf_data(name):
     keras.utils.set_random_seed(0)
     model = build_small(name)
