@@ -270,11 +270,15 @@ def split(model):
     layer = _front_layer(model)
     if layer is None:
         raise FrontEndError(f"Model {model.name!r} has no TextVectorization on its one string input to split off.")
-    rest = keras.Model(layer.output, model.outputs, name=f"{model.name}_after_{layer.name}")
-    shape = tuple(layer.output.shape[1:])
-    dtype = "int32" if "int" in str(layer.output.dtype) else "float32"
+    # The layer's output in this model's graph: the node fed by the model's input, not `layer.output` (its first
+    # node), which for a Sequential model is a call outside the graph `model.outputs` belong to.
+    (node,) = [n for n in layer._inbound_nodes if any(model.inputs[0] is t for t in n.input_tensors)][:1]
+    front_out = node.output_tensors[0]
+    rest = keras.Model(front_out, model.outputs, name=f"{model.name}_after_{layer.name}")
+    shape = tuple(front_out.shape[1:])
+    dtype = "int32" if "int" in str(front_out.dtype) else "float32"
     ids = keras.Input(shape, dtype=dtype, name=IDS_INPUT)
-    outputs = rest(keras.ops.cast(ids, layer.output.dtype) if dtype == "int32" else ids)
+    outputs = rest(keras.ops.cast(ids, front_out.dtype) if dtype == "int32" else ids)
     names = list(name_outputs(model, model.outputs))
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     named = [keras.layers.Identity(name=n)(o) for n, o in zip(names, outputs)]
