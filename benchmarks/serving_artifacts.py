@@ -16,14 +16,11 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import machine, markdown_table
-from benchmarks.serving_load import MODEL, ServerProcess, _images, _load, _load_note, _publish
+from benchmarks.serving_load import MODEL, ServerProcess, _images, _load, _load_note, _publish, add_load_arguments
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--clients", default="1,8,32", help="concurrent clients, comma-separated (1,8,32)")
-    parser.add_argument("--requests-per-client", type=int, default=100, help="requests each client sends (100)")
-    parser.add_argument("--time-limit-s", type=float, default=20.0, help="cap per configuration (20 s)")
-    parser.add_argument("--protocols", default="grpc,rest", help="rest, grpc or both")
+    add_load_arguments(parser, protocols="grpc,rest")
     parser.add_argument("--formats", default="onnx,openvino", help="int8 artifacts beside the SavedModel")
 
 

@@ -34,11 +34,16 @@ from benchmarks.common import child_env, machine, markdown_table, percentile
 MODEL = "convnet_bn"
 
 
-def add_arguments(parser) -> None:
+def add_load_arguments(parser, protocols: str = "rest,grpc") -> None:
+    """The load's flags, shared with `benchmarks.serving_artifacts`: clients, requests, time cap, protocols."""
     parser.add_argument("--clients", default="1,8,32", help="concurrent clients, comma-separated (1,8,32)")
     parser.add_argument("--requests-per-client", type=int, default=100, help="requests each client sends (100)")
     parser.add_argument("--time-limit-s", type=float, default=20.0, help="cap per configuration (20 s)")
-    parser.add_argument("--protocols", default="rest,grpc", help="rest, grpc or both")
+    parser.add_argument("--protocols", default=protocols, help="rest, grpc or both")
+
+
+def add_arguments(parser) -> None:
+    add_load_arguments(parser)
     parser.add_argument("--batching", default="off,on", help="server-side batching: off, on or both")
 
 
