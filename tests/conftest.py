@@ -94,9 +94,15 @@ def _long_files_first(items):
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest as collected
 
 
+def slow_run(config) -> bool:
+    """Whether this run takes the `slow` tests (`ZOO_SLOW=1` or `-m slow`); a default test reads it where it
+    does part of its checks only then."""
+    return os.environ.get("ZOO_SLOW") == "1" or "slow" in (config.getoption("-m") or "")
+
+
 def pytest_collection_modifyitems(config, items):
     _long_files_first(items)
-    if os.environ.get("ZOO_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
+    if slow_run(config):
         return
     skip = pytest.mark.skip(reason="slow: run with ZOO_SLOW=1 or -m slow")
     for item in items:

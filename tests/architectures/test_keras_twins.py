@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import zoo
+from tests.conftest import slow_run
 from tests.architectures.keras_files import (
     keras_reloads_identically,
     randomize_weights,
@@ -37,12 +38,29 @@ def test_the_issue_families_have_twins():
 NOTOP_DEFAULT = "resnet50"
 
 
+# One model per family, at the smallest input that reaches every stage.
+FAMILY_CASES = {
+    "resnet50": 64,
+    "mobilenet_v2": 64,
+    "efficientnet_b0": 64,
+    "efficientnet_v2_b0": 64,
+    "mobilenet_v3_small": 64,
+    "convnext_tiny": 32,
+    "densenet121": 64,
+    "vgg16": 32,
+}
+
+
 def count_cases():
     """Every twin with its top; base models also without. Variants only rescale their base's
-    builder, and building the 800-layer graphs of EfficientNet-B7 takes a while: marked slow."""
+    builder, and building the 800-layer graphs of EfficientNet-B7 takes a while: marked slow. So are the bases
+    whose every weight the file test below loads by name at a smaller input (`FAMILY_CASES`: equal shapes for
+    every weight, so equal counts), except VGG16, whose top's first Dense grows with the input (suite time,
+    issue 39); `zoo list`'s recorded count is still checked by default for one of them."""
     for name in TWINS:
         base = registry.get_spec(name).variant_of is None
-        marks = () if base else (pytest.mark.slow,)
+        loaded_below = name in FAMILY_CASES and name not in ("vgg16", NOTOP_DEFAULT)
+        marks = () if base and not loaded_below else (pytest.mark.slow,)
         yield pytest.param(name, True, marks=marks, id=f"{name}-top")
         if base:
             yield pytest.param(name, False, marks=() if name == NOTOP_DEFAULT else (pytest.mark.slow,),
@@ -61,19 +79,6 @@ def test_parameter_count_equals_keras_applications(name, include_top):
         assert zoo.model_info(name).params == expected
 
 
-# One model per family, at the smallest input that reaches every stage.
-FAMILY_CASES = {
-    "resnet50": 64,
-    "mobilenet_v2": 64,
-    "efficientnet_b0": 64,
-    "efficientnet_v2_b0": 64,
-    "mobilenet_v3_small": 64,
-    "convnext_tiny": 32,
-    "densenet121": 64,
-    "vgg16": 32,
-}
-
-
 def family_cases():
     for name in sorted(FAMILY_CASES):
         yield pytest.param(name, True, id=f"{name}-top")
@@ -81,7 +86,7 @@ def family_cases():
 
 
 @pytest.mark.parametrize("name, include_top", list(family_cases()))
-def test_loads_the_keras_applications_h5_and_computes_the_same(name, include_top, tmp_path):
+def test_loads_the_keras_applications_h5_and_computes_the_same(name, include_top, tmp_path, request):
     keras.backend.clear_session()  # keras' automatic layer names as in a fresh session (`normalization`)
     shape = (FAMILY_CASES[name],) * 2 + (3,)
     kwargs = dict(weights=None, input_shape=shape, include_top=include_top)
@@ -94,7 +99,9 @@ def test_loads_the_keras_applications_h5_and_computes_the_same(name, include_top
     reference = randomize_weights(make_reference())
     path = write_keras_applications_h5(reference, tmp_path / f"{name}.h5")
     x = np.random.default_rng(1).uniform(0, 255, (2, *shape)).astype("float32")
-    if include_top:  # the file's layout, confirmed by Keras's own loader once per family (one more build)
+    # The file's layout, confirmed by Keras's own loader (one more build): the writer is one function for every
+    # family, so the default run confirms it for one; `-m slow` for each (suite time, issue 39).
+    if include_top and (name == NOTOP_DEFAULT or slow_run(request.config)):
         assert keras_reloads_identically(make_reference, reference, path, x)
 
     head = dict(num_classes=7, classifier_activation=None) if include_top else {}
