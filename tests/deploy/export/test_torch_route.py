@@ -47,10 +47,11 @@ from zoo.deploy.export import ExportData
 
 model = build()
 rng = np.random.default_rng(0)
-x = {{t.name: rng.normal(size=(16, *t.shape[1:])).astype("float32") for t in model.inputs}}
+arrays = [rng.normal(size=(16, *t.shape[1:])).astype("float32") for t in model.inputs]
+x = arrays[0] if len(arrays) == 1 else {{t.name: a for t, a in zip(model.inputs, arrays)}}
 report = zoo.deploy.export.export(model, sys.argv[1], {formats!r}, data=ExportData(test=x), latency_runs=0,
                                   isolate=False, class_names={class_names!r})
-keras_out = np.asarray(keras.ops.convert_to_numpy(model(x if len(x) > 1 else next(iter(x.values())))))
+keras_out = np.asarray(keras.ops.convert_to_numpy(model(x)))
 out = {{"tensorflow_loaded": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"), "results": []}}
 for r in report.results:
     row = {{"format": r.format, "route": r.via, "status": r.status, "error": r.error,
@@ -204,3 +205,52 @@ def test_pt2_scan_reads_custom_op_namespaces(tmp_path):
     assert pt2.recognise(path) and not pt2.recognise(tmp_path)
     findings, scanned = pt2.scan(path)
     assert [(f.op, f.count) for f in findings] == [("torch.ops.mylib.shell.default", 1)] and scanned == 3
+
+
+# issue 42's acceptance, in one process without TensorFlow: `zoo train --backend torch` on MNIST (its arrays
+# file), `zoo export` of the run to ONNX, OpenVINO (float32 and int8) and .pt2, `zoo val` of the .pt2, and
+# `zoo predict` on 10 test images written as PNG files, against the trained model's top-1 on Keras.
+_ACCEPTANCE = r"""
+import json, os, sys
+import numpy as np
+from PIL import Image
+import keras
+import zoo.data
+from zoo.cli import main
+from zoo.deploy.export.report import ExportReport
+
+assert main(["train", "--backend", "torch", "--model", "lenet5", "--dataset", "mnist", "--epochs", "1",
+             "--train-split", "train[:2048]", "--val-split", "test[:256]", "--test-split", "test[:512]",
+             "--batch-size", "64", "--seed", "0", "--verbose", "0", "--out", "runs"]) == 0
+run = "runs/lenet5-mnist"
+code = main(["export", run, "--formats", "onnx,openvino,torch", "--precision", "float32,int8", "--dataset", "mnist",
+             "--test-split", "test[:512]", "--train-split", "train[:200]", "--latency-runs", "0", "--out", "exp"])
+report = json.load(open("exp/report.json"))
+out = {"export": code, "results": [(r["format"], r["variant"], r["via"], r["status"], r["verification"]["max_abs_diff"],
+                                    r["verification"]["argmax_agreement"]) for r in report["results"]]}
+out["val"] = main(["val", "exp/lenet5.pt2", "--data", "mnist", "--split", "test[:512]", "--out", "val"])
+ds = zoo.data.load("mnist", "test[:10]", 10, shuffle=False)
+x, _ = ds[0]
+os.makedirs("images", exist_ok=True)
+for i, image in enumerate(x):
+    Image.fromarray((np.asarray(image)[..., 0] * 255).round().astype(np.uint8)).save(f"images/{i}.png")
+model = keras.saving.load_model(run + "/last.keras")
+out["keras_top1"] = [str(c) for c in np.argmax(model.predict(np.round(x * 255) / 255, verbose=0), -1)]
+out["predict"] = main(["predict", "exp/lenet5.pt2", *[f"images/{i}.png" for i in range(10)], "--top-k", "1",
+                       "--format", "json", "--out", "predictions.json"])
+out["pt2_top1"] = [p["class"] for p in json.load(open("predictions.json"))["predictions"]]
+out["tensorflow_loaded"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_train_export_val_predict_without_tensorflow(tmp_path, real_mnist_dir, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_DIR", real_mnist_dir)  # the child inherits it
+    out = run_without_tensorflow(_ACCEPTANCE, tmp_path, timeout=1200)
+    assert out["tensorflow_loaded"] == [] and out["export"] == 0 and out["val"] == 0 and out["predict"] == 0, out
+    assert len(out["results"]) == 5, out  # onnx and openvino in float32 and int8, the .pt2
+    for fmt, variant, via, status, diff, agreement in out["results"]:
+        assert via == "torch" and status == "passed", out
+        assert (diff < 1e-5 if variant in (None, "float32") else agreement >= 0.98), out
+    assert out["pt2_top1"] == out["keras_top1"], out

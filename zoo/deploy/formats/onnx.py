@@ -32,6 +32,7 @@ from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TAR
 from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
+from zoo.errors import ZooError
 from zoo.fileio import atomic_output, atomic_path, atomic_write_bytes
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
@@ -160,6 +161,14 @@ def _write_float(conversion, path) -> tuple[list[str], bool]:
 def convert(conversion) -> Converted:
     from zoo.deploy.formats.ptq import onnx_static
     precision, options = conversion.target.variant, conversion.target.options
+    guards = [g for g in INT8_GUARDS if options.get(g) is not None]
+    if precision == "int8" and guards and conversion.target.route == "torch":
+        # `layer_nodes` finds a layer's nodes by the TF name scope of its weights; on the torch route a
+        # convolution's weight reaches it through a transpose of the Keras kernel (HWIO to OIHW), and node scopes
+        # stop at the model (Keras calls its layers outside torch's module hierarchy)
+        raise ZooError(f"{guards[0]} chooses the Keras layers int8 keeps float by their ONNX nodes, which the "
+                            "torch route does not name after the layers. Export ONNX int8 on the torch route without "
+                            f"{guards[0]}, or on the tensorflow route; OpenVINO's int8 takes {guards[0]} on both.")
     notes, details = [f"opset {options['opset']}"], {}
     if precision == "float32":
         written, external = _write_float(conversion, conversion.target.path)

@@ -76,13 +76,21 @@ def export_program(model, signature, example: dict, path) -> dict:
 
     names = signature.names
 
+    import keras
+
     class NamedOutputs(torch.nn.Module):  # the model as a module whose outputs are named as Keras names them
         def __init__(self):
             super().__init__()
             self.model = model
 
         def forward(self, *flat):
-            return name_outputs(self.model, self.model(*signature.pack(dict(zip(names, flat))), training=False))
+            # A Keras variable reads its own tensor, not the module's parameter that torch.export swaps for the
+            # traced one: the program would then hold each weight twice, as an unused parameter and as a lifted
+            # constant. Read through the parameters instead (Keras's StatelessScope maps variables to values).
+            params = self.model.torch_params
+            state = [(v, params[v.path]) for v in self.model.variables if v.path in params]
+            with keras.StatelessScope(state_mapping=state):
+                return name_outputs(self.model, self.model(*signature.pack(dict(zip(names, flat))), training=False))
 
     sample = tuple(torch.from_numpy(np.ascontiguousarray(np.resize(np.asarray(example[n]),
                                                                    (TRACE_BATCH, *np.shape(example[n])[1:]))))
