@@ -188,6 +188,8 @@ def test_planner_routes_and_refusals(monkeypatch, tmp_path):
                                           r"install tensorflow, or export to the formats this machine reaches: "
                                           r"onnx, openvino, torch"):
         zoo.deploy.export.plan(model, tmp_path, ["tflite", "onnx"])
+    with pytest.raises(OptionError, match="--check traces the model with TensorFlow, which cannot be imported"):
+        zoo.deploy.export.check(model, ["onnx"])
 
 
 def test_pt2_scan_reads_custom_op_namespaces(tmp_path):
