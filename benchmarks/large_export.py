@@ -4,6 +4,8 @@ the weights' bytes (issue 40).
     python -m benchmarks.large_export --model convnext_tiny --input-size 96      # one format per fresh child
     python -m benchmarks.large_export --model convnext_xlarge --together         # also every format in one export
     python -m benchmarks.large_export --fit results/export_memory/lenet5.json results/export_memory/convnext_tiny.json
+    KERAS_BACKEND=torch python -m benchmarks.large_export --model convnext_xlarge --formats onnx --route torch \
+        --external-data on --append                                            # the torch route (issue 42)
 
 Each format is exported on its own (`--formats`, by default every default format, ONNX on both routes), in a
 fresh conversion process, so a job's peak resident memory (`ArtifactResult.peak_rss_bytes`, the child's VmHWM)
@@ -36,7 +38,7 @@ def variables_bytes(saved_model_dir: Path) -> int:
 def _row(result, extra=None) -> dict:
     v = result.verification
     return {"format": result.format, "variant": result.variant, "status": result.status, "error": result.error,
-            "route": result.route, "notes": result.notes, "export_s": round(result.export_s, 1),
+            "route": result.route, **({"via": result.via} if result.via != "tensorflow" else {}), "notes": result.notes, "export_s": round(result.export_s, 1),
             "verify_s": round(result.verify_s, 1), "size_bytes": result.size_bytes,
             "peak_rss_bytes": result.peak_rss_bytes, "memory_estimate_bytes": result.memory_estimate_bytes,
             "eval_samples": v and v.eval_samples, "latency_runs": v and v.latency_runs, **(extra or {})}
@@ -59,13 +61,20 @@ def measure(args) -> dict:
     record = {"model": model.name, "params": int(model.count_params()), "weight_bytes": weights,
               "input_shape": list(model.input_shape[1:]), "per_format": [], "together": None}
     formats = args.formats.split(",") if args.formats else list(zoo.deploy.formats.DEFAULT_FORMATS)
+    data = None  # the export's random inputs (64): Keras's reference pass holds all of their activations at once
+    if args.eval_samples is not None:
+        import numpy as np
+
+        shape = (args.eval_samples, *model.input_shape[1:])
+        data = zoo.deploy.export.ExportData(test=np.random.default_rng(0).random(shape, np.float32))
     with tempfile.TemporaryDirectory(dir=args.work) as work:
         for fmt in formats:
             for external in ROUTES.get(fmt, (None,)):
                 options = {} if external is None else {"external_data": external}
                 t0 = time.perf_counter()
                 report = zoo.deploy.export.export(model, Path(work) / f"{fmt}_{external}", [fmt],
-                                                  latency_runs=args.latency_runs, **options)
+                                                  latency_runs=args.latency_runs, route=args.route,
+                                                  data=data, **options)
                 for r in report.results:
                     extra = {"external_data": external, "wall_s": round(time.perf_counter() - t0, 1)}
                     if fmt == "saved_model" and r.path:
@@ -117,6 +126,14 @@ def main(argv=None) -> int:
     parser.add_argument("--together", action="store_true", help="also every format in one export, as zoo export")
     parser.add_argument("--work", help="scratch folder (the artifacts are large)")
     parser.add_argument("--out", help=f"result file (default {OUT}/<model>.json)")
+    parser.add_argument("--route", help="every format on this route (zoo.deploy.formats.routes; default: each "
+                                        "format's own)")
+    parser.add_argument("--eval-samples", type=int, help="random test inputs verified on (default: the export's 64; "
+                                                         "convnext_xlarge's reference pass on 64 on PyTorch passed 16 GB)")
+    parser.add_argument("--external-data", choices=("both", "on", "off"), default="both",
+                        help="ONNX's routes measured: external data on, off, or both (the default)")
+    parser.add_argument("--append", action="store_true",
+                        help="add the rows to the result file's per_format list, keeping those there")
     parser.add_argument("--fit", nargs=2, metavar=("SMALL_JSON", "MEDIUM_JSON"),
                         help="write zoo/deploy/formats/memory_factors.json from two result files")
     args = parser.parse_args(argv)
@@ -126,9 +143,14 @@ def main(argv=None) -> int:
         MEASURED.write_text(json.dumps(fit(*args.fit), indent=2) + "\n")
         print(MEASURED.read_text())
         return 0
+    ROUTES["onnx"] = {"both": (False, True), "on": (True,), "off": (False,)}[args.external_data]
     record = measure(args)
     out = Path(args.out or OUT / f"{record['model']}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.append and out.is_file():  # the rows measured before stay; the new ones join them
+        kept = json.loads(out.read_text())
+        kept["per_format"] += record["per_format"]
+        record = kept
     out.write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(f"wrote {out}")
     return 0

@@ -50,7 +50,9 @@ def _one_conversion_process(tmp_path_factory):
 
     shared = Shared(log_path=tmp_path_factory.mktemp("conversion") / "conversion.log")
     patch = pytest.MonkeyPatch()
-    patch.setattr(exporter, "ConversionProcess", lambda log_path=None: shared)
+    patch.setattr(exporter, "ConversionProcess",  # the torch route's process is the export's own
+                  lambda log_path=None, backend="tensorflow": shared if backend == "tensorflow" else
+                  isolation.ConversionProcess(log_path=log_path, backend=backend))
     yield shared
     patch.undo()
     isolation.ConversionProcess.close(shared)

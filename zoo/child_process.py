@@ -22,6 +22,11 @@ def tensorflow_env() -> dict[str, str]:
     TensorFlow's C++ log records below errors are held back (`TF_CPP_MIN_LOG_LEVEL=2`) unless the
     environment sets a level: a child's stderr is what a failure quotes.
     """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), KERAS_BACKEND="tensorflow")
+    return backend_env("tensorflow")
+
+
+def backend_env(backend: str) -> dict[str, str]:
+    """`tensorflow_env` for a child on any Keras backend (export's torch route converts on PyTorch's)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), KERAS_BACKEND=backend)
     env.setdefault(native_logs.VARIABLE, "2")
     return env

@@ -12,6 +12,7 @@ def add(sub):
     from zoo.core.options import add_arguments
     from zoo.deploy.export.data import DEFAULT_SPLITS
     from zoo.deploy.formats import FORMATS, cli_options
+    from zoo.deploy.formats.routes import ROUTES
 
     p = sub.add_parser(
         "export",
@@ -48,6 +49,10 @@ def add(sub):
     p.add_argument("--data-dir", default=None)
     add_measure_flags(p)
     p.add_argument("--no-verify", dest="verify", action="store_false", help="convert only")
+    p.add_argument("--route", default=None, choices=tuple(ROUTES),
+                   help="what every format converts from: " + "; ".join(f"{r.name}: {r.converts_from}"
+                                                                       for r in ROUTES.values())
+                   + " (default: each format's first route that is installed: tensorflow where it is)")
     p.add_argument("--class-names", default=None, metavar="NAMES|FILE",
                    help="a classifier's class names, comma-separated or a text file with one per line: written into "
                         "every artifact (SavedModel labels.txt and classify signature, each format's metadata)")
@@ -93,7 +98,7 @@ def _cmd_export(args) -> int:
     plan = zoo.deploy.export.plan(
         ref, out, args.formats or DEFAULT_FORMATS, data=export_data(args, model),
         latency_runs=args.latency_runs, verify=args.verify, class_names=_class_names(args.class_names),
-        card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
+        route=args.route, card={"source": args.model, **({"dataset": args.dataset} if args.dataset else {}),
               **({"data": args.data} if args.data else {})}, trust=ref.trust, **given,
     )
     if args.dry_run:

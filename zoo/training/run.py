@@ -249,7 +249,8 @@ def _publish(model, keras_file: Path, config: TrainConfig, warmup_ds):
         return publish_saved_model(model, config.export_dir, config.model, warmup_data=warmup_ds), None
     if not backends.tensorflow_available():
         return None, (f"no SavedModel in {config.export_dir}: it is written by TensorFlow, which is not installed "
-                      f"here. {keras_file} exports to every format with `zoo export` where it is.")
+                      f"here. {keras_file} exports to ONNX, OpenVINO and .pt2 here (`zoo export {keras_file} "
+                      "--formats onnx,openvino,torch`: the torch route), and to every format where it is.")
     with tempfile.TemporaryDirectory(prefix="zoo-publish-") as tmp:
         warmup = None
         if warmup_ds is not None:

@@ -247,7 +247,9 @@ def _dataset_batches(art: Artifact, name: str, split, batch_size, data_dir):
         tuple(str(i) for i in range(info.num_classes)) if info.num_classes else None)
 
     def batches():
-        for x, y in ds.as_numpy_iterator():
+        # a tf.data pipeline, or where TensorFlow is not installed a keras.utils.PyDataset (zoo.data.array_batches)
+        items = ds.as_numpy_iterator() if hasattr(ds, "as_numpy_iterator") else (ds[i] for i in range(len(ds)))
+        for x, y in items:
             yield x * scale if scale != 1.0 else x, y
 
     return batches(), f"dataset {name}", split, class_names

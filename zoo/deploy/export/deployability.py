@@ -175,8 +175,15 @@ def check(model, formats=None, *, input_signature=None, sample=None, opset: int 
     from zoo.deploy.formats import DEFAULT_FORMATS, model_io, parse_formats, resolve_options
     from zoo.deploy.formats.trace import describe_source, signature_of
 
+    from zoo.deploy.formats import OptionError
+    from zoo.deploy.formats.routes import ROUTES
+
     t_start = time.perf_counter()
     fmts = parse_formats(formats if formats is not None else DEFAULT_FORMATS)
+    if not ROUTES["tensorflow"].installed:  # every format's check reads the TensorFlow graph its converter takes
+        raise OptionError("zoo export --check traces the model with TensorFlow, which cannot be imported here. "
+                          "Export on the torch route instead (zoo export MODEL --formats onnx,openvino,torch): "
+                          "each artifact is verified, and a format that cannot convert fails alone, saying why.")
     if opset is not None:  # checked as export checks it: a format list without onnx takes no opset
         resolve_options(fmts, {"opset": opset})
     if not hasattr(model, "predict"):

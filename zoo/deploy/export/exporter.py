@@ -77,7 +77,7 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
         plan = _scaled_verification(plan)
     model, data = plan.model, plan.data
     work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}export-", dir=plan.out_dir))
-    runner = process or (ConversionProcess(log_path=work / "conversion.log") if isolate else InProcess())
+    runners = _Runners(process, work, isolate)
     try:
         files = _data_files(plan, work)
         refs = _keras_outputs(model, plan.signature, dict(data.test_x))
@@ -94,7 +94,10 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
             meta = metadata_lib.describe(model, class_names=meta.class_names, input=meta.input,
                                          signature=plan.signature, output_names=_widths(refs))
         facts = _model_facts_for_jobs(plan, refs, meta, work, stochastic)
-        if _backend() == "tensorflow":
+        saved_model_dir = trace_error = None
+        if not any(t.route == "tensorflow" for t in plan.targets):
+            pass  # no SavedModel: every target converts on another route (`zoo.deploy.formats.routes`)
+        elif _backend() == "tensorflow":
             saved_model_dir, trace_error = _write_saved_model(model, plan.signature, work, meta)
         elif facts.keras_file is None:
             saved_model_dir, trace_error = None, (f"a {_backend()}-backend model reaches TensorFlow's converters as "
@@ -104,19 +107,18 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
                                                                             meta, plan.trust)
         results: list[ArtifactResult] = []
         for target in plan.targets:
-            if trace_error:  # nothing to convert: each artifact says why
+            if trace_error and target.route == "tensorflow":  # nothing to convert: each artifact says why
                 results.append(ArtifactResult(format=target.format, variant=target.variant,
                                               precision=target.precision, options=dict(target.options),
-                                              error=trace_error))
+                                              error=trace_error, via=target.route))
                 continue
             job = Job(target=target, model=facts, work_dir=str(work), data=files, saved_model_dir=saved_model_dir,
                       verify=plan.verify, latency_runs=plan.latency_runs, trust=plan.trust)
-            results.append(runner.run(job, plan.timeout_s))
+            results.append(runners.of(target.route).run(job, plan.timeout_s))
         if plan.verify:
             _mobile_clients(results, plan, refs, meta)
     finally:
-        if runner is not process:
-            runner.close()
+        runners.close()
         shutil.rmtree(work, ignore_errors=True)
 
     report = ExportReport(
@@ -129,6 +131,30 @@ def execute(plan: ExportPlan, process: ConversionProcess | None = None, *, isola
     )
     report.write(plan.out_dir)
     return report
+
+
+class _Runners:
+    """The conversion process of each route (`zoo.deploy.formats.routes`), started on first use on that route's
+    Keras backend: Keras reads its backend once per process. A caller's `process` serves the default route."""
+
+    def __init__(self, process: ConversionProcess | None, work: Path, isolate: bool):
+        self._given, self._work, self._isolate, self._started = process, work, isolate, {}
+
+    def of(self, route: str):
+        from zoo.deploy.formats.routes import DEFAULT, get
+
+        if not self._isolate:
+            return InProcess()
+        if route == DEFAULT and self._given is not None:
+            return self._given
+        if route not in self._started:
+            self._started[route] = ConversionProcess(log_path=self._work / f"conversion_{route}.log",
+                                                     backend=get(route).backend)
+        return self._started[route]
+
+    def close(self):
+        for runner in self._started.values():
+            runner.close()
 
 
 def _seconds_per_input(model, signature, x) -> float:

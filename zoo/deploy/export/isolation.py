@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 from zoo import native_logs
-from zoo.child_process import tensorflow_env
+from zoo.child_process import backend_env
 from zoo.deploy.formats import memory
 from zoo.deploy.export.results import EXPORTED, FAILED_VERIFICATION, PASSED, ArtifactResult
 from zoo.deploy.formats.jobs import CannotVerify, Job
@@ -51,7 +51,7 @@ def execute(job: Job, progress=lambda partial: None) -> ArtifactResult:
     module = importlib.import_module(target.module)
     declared = getattr(module, "FORMAT", None)
     result = ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
-                            options=dict(target.options))
+                            options=dict(target.options), via=target.route)
     t0 = time.perf_counter()
     conversion = Conversion(job)
     try:
@@ -116,7 +116,8 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
 class ConversionProcess:
     """One child process serving jobs; replaced after a crash or a timeout."""
 
-    def __init__(self, log_path=None):
+    def __init__(self, log_path=None, backend: str = "tensorflow"):
+        self._backend = backend  # the Keras backend of the child: its route's (`zoo.deploy.formats.routes`)
         self._proc = None
         self._reaped_peak = None
         self._inherited_peak = 0
@@ -127,9 +128,10 @@ class ConversionProcess:
         # re-imports the caller's main module, which reruns an unguarded user script.
         parent_r, child_w = os.pipe()
         child_r, parent_w = os.pipe()
-        # The converters are TensorFlow's: the child runs the TensorFlow backend whatever the parent's (a model
-        # trained on JAX or PyTorch reaches it as a `.keras` file and a SavedModel written on TensorFlow).
-        env = tensorflow_env()
+        # The child runs its route's backend whatever the parent's: TensorFlow's converters for a model trained on
+        # JAX or PyTorch (it reaches them as a `.keras` file and a SavedModel written on TensorFlow), PyTorch's
+        # exporters on the torch route.
+        env = backend_env(self._backend)
         self._reaped_peak = None
         # Linux starts the child's ru_maxrss at this process's own peak (exec(2) keeps the forked memory's high-water
         # mark): a reaped peak at or below it is this process's, not the child's (`_alive`).
@@ -214,7 +216,7 @@ class ConversionProcess:
         if partial is None:
             target = job.target
             return ArtifactResult(format=target.format, variant=target.variant, precision=target.precision,
-                                  options=dict(target.options), error=error)
+                                  options=dict(target.options), error=error, via=target.route)
         return dataclasses.replace(partial, status=FAILED_VERIFICATION, error=error)
 
     def _log_tail(self, lines: int = 3) -> str:

@@ -15,6 +15,20 @@ execute the same plan (`zoo.deploy.export.exporter`).
 
 The format options are not listed here: each format module declares its own (`zoo.deploy.formats`), and
 `plan`'s and `export`'s signatures and docstrings are derived from them.
+
+Routes (`zoo.deploy.formats.routes`): each format declares the routes its `convert` takes (`Format.routes`,
+e.g. ONNX `("tensorflow", "torch")`, `.pt2` `("torch",)`), and the plan gives each target one
+(`Target.route`), after the formats and before anything else:
+
+- `route=None` (the default): each format takes its first route whose package is installed. Where TensorFlow
+  is installed that is today's `tensorflow` route (the SavedModel); where it cannot be found, the formats with
+  a `torch` route take it, and a format with no installed route is refused up front, naming the way out.
+- `route="torch"` (`zoo export --route torch`): every format takes that route; a format without it is refused,
+  naming the formats that have it.
+
+A format joins a route by naming it in its `routes` and reading `conversion.target.route` in its `convert`;
+the exporter runs each route's targets in a conversion process on that route's Keras backend, and the report
+names the route each artifact took.
 """
 
 from __future__ import annotations
@@ -112,18 +126,20 @@ class ExportPlan:
 
     @property
     def needs_keras_file(self) -> bool:
-        """Whether a conversion rebuilds the model from a .keras file (RNN routes, the int8 guards), or the
-        model is on JAX or PyTorch (a TensorFlow-backend child then writes the SavedModel from it)."""
+        """Whether a conversion rebuilds the model from a .keras file (RNN routes, the int8 guards, every route
+        but the SavedModel's), or the model is on JAX or PyTorch (a TensorFlow-backend child then writes the
+        SavedModel from it)."""
         import keras
 
         return (self.recurrent or keras.backend.backend() != "tensorflow" or self.carries_front
+                or any(t.route != "tensorflow" for t in self.targets)
                 or any(t.options.get(g) is not None for t in self.targets for g in INT8_GUARDS))
 
     def describe(self) -> str:
         """The plan in words: the artifacts, the data of each role, the verification."""
         lines = [f"export {self.model.name} to {self.out_dir}:"]
         for t in self.targets:
-            lines.append(f"  {t.label:<24} -> {t.path}  (held to {t.precision})")
+            lines.append(f"  {t.label:<24} -> {t.path}  (held to {t.precision}; route {t.route})")
         d = self.data.summary()
         lines.append(f"test data: {d['eval']} ({d['eval_samples']} examples)")
         for role in ("calibration", "validation"):
@@ -163,6 +179,7 @@ def plan(
     latency_runs: int = 50,
     timeout_s: float = 900,
     trust=None,
+    route: str | None = None,
     **options,
 ) -> ExportPlan:
     """The plan of exporting `model` to `formats` under `out_dir`, after checking everything (see the module
@@ -193,6 +210,9 @@ def plan(
         timeout_s: per artifact.
         trust: what the user accepts of the model file's scan (`zoo.deploy.formats.unsafe.Trust`: the op names they
             reviewed, and Keras's safe_mode off), when `model` is a path.
+        route: what every format converts from (`zoo.deploy.formats.routes`: "tensorflow", the SavedModel, or
+            "torch", torch.export on Keras's PyTorch backend); None: each format's default, the first of its
+            routes that is installed (see the module docstring).
 
     Format options (declared by the formats; None or absent means the default):
 {options}
@@ -204,6 +224,7 @@ def plan(
     from zoo.quantization import is_quantized
 
     fmts = parse_formats(formats)
+    chosen_routes = _routes(fmts, route)
     resolved = resolve_options(fmts, options, other_names=OWN_KEYWORDS)
     trust = Trust.of(trust)
     source = run = recorded = None
@@ -247,7 +268,8 @@ def plan(
                           calibration_x=calibration_x, validation_x=validation_x, validation_y=validation_y,
                           max_test_samples=data.max_test_samples)
     return ExportPlan(model=model, source=source, out_dir=out, formats=fmts, options=resolved,
-                      targets=_targets(fmts, resolved, out, model.name, quantization_aware), signature=signature,
+                      targets=_targets(fmts, resolved, out, model.name, quantization_aware, chosen_routes),
+                      signature=signature,
                       metadata=meta, data=planned, recurrent=recurrent, quantization_aware=quantization_aware,
                       looped=looped, verify=verify, latency_runs=latency_runs, timeout_s=timeout_s, trust=trust,
                       card=model_card(card, run, meta))
@@ -376,7 +398,35 @@ def _first_batch(data):
     return None
 
 
-def _targets(fmts, options, out: Path, model_name: str, quantization_aware: bool = False) -> tuple[Target, ...]:
+def _routes(fmts, asked: str | None) -> dict[str, str]:
+    """format -> the route it takes (`zoo.deploy.formats.routes.choose`); a format left with none is refused,
+    naming the way out (see the module docstring)."""
+    from zoo.deploy.formats import FORMATS, routes
+
+    if asked is not None and not routes.get(asked).installed:
+        raise OptionError(f"route {asked!r} needs {routes.get(asked).package}, which is not installed here: "
+                          f"pip install {routes.get(asked).package}, or export without route={asked!r}.")
+    chosen = {f.name: routes.choose(f.routes, asked) for f in fmts}
+    refused = [f.name for f in fmts if chosen[f.name] is None]
+    if not refused:
+        return chosen
+    if asked is not None:
+        takers = [name for name, f in FORMATS.items() if asked in f.routes]
+        raise OptionError(f"route {asked!r} does not reach {', '.join(refused)} ("
+                          + "; ".join(f"{n}: routes {', '.join(FORMATS[n].routes)}" for n in refused)
+                          + f"). Formats on the {asked} route: {', '.join(takers)}. Drop {', '.join(refused)}, or "
+                          f"export {'them' if len(refused) > 1 else 'it'} without route={asked!r}.")
+    packages = sorted({routes.ROUTES[r].package for n in refused for r in FORMATS[n].routes})
+    reachable = [n for n, f in FORMATS.items() if not f.missing and routes.choose(f.routes, None)]
+    raise OptionError(f"{', '.join(refused)} cannot be exported here: {' or '.join(packages)} cannot be imported "
+                      "(" + "; ".join(f"{n} converts only on the route(s) {', '.join(FORMATS[n].routes)}"
+                                      for n in refused)
+                      + f"). Ways out: pip install {packages[0]}, or export to the formats this machine reaches: "
+                      f"{', '.join(reachable) or 'none'}.")
+
+
+def _targets(fmts, options, out: Path, model_name: str, quantization_aware: bool = False,
+             routes: dict | None = None) -> tuple[Target, ...]:
     """One target per format and variant, its options as plain data.
 
     Every artifact of a quantization-aware model computes int8 arithmetic (emulated or not), so
@@ -390,7 +440,7 @@ def _targets(fmts, options, out: Path, model_name: str, quantization_aware: bool
             path = out / f.artifact_name(model_name, variant, opts)
             precision = "int8" if quantization_aware else f.precision(variant)
             targets.append(Target(format=f.name, module=f.module, variant=variant, precision=precision,
-                                  path=str(path), options=opts))
+                                  path=str(path), options=opts, route=(routes or {}).get(f.name, f.routes[0])))
     return tuple(targets)
 
 

@@ -93,14 +93,15 @@ class ExportReport:
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def rows(self) -> list[tuple]:
-        header = ("format", "precision", "options", "status", "size", "max abs diff", "argmax agree", "accuracy",
-                  "latency ms", "export s")
-        rows = [header, ("keras", "float32", "", "reference", "", "", "", _pct(self.keras.accuracy),
+        header = ("format", "precision", "options", "route", "status", "size", "max abs diff", "argmax agree",
+                  "accuracy", "latency ms", "export s")
+        rows = [header, ("keras", "float32", "", "", "reference", "", "", "", _pct(self.keras.accuracy),
                          _num(self.keras.latency_ms), "")]
         for r in self.results:
             v = r.verification
             rows.append((
-                r.format, r.variant or "float32", options_text(r), STATUS_TEXT[r.status], _size(r.size_bytes),
+                r.format, r.variant or "float32", options_text(r), route_text(r), STATUS_TEXT[r.status],
+                _size(r.size_bytes),
                 _num(v and v.max_abs_diff, ".2g"), _pct(v and v.argmax_agreement), _pct(v and v.accuracy),
                 _num(v and v.latency_ms), _num(r.export_s, ".1f"),
             ))
@@ -173,12 +174,12 @@ class ExportReport:
         lines.append(f"- Keras batch-1 latency: {_num(self.keras.latency_ms)} ms (median)")
         lines += ["", "## Per-format results", ""]
         rows = self.rows()
-        lines.append("| " + " | ".join(rows[0]) + " | route | path |")
-        lines.append("|" + "---|" * (len(rows[0]) + 2))
-        lines.append("| " + " | ".join(map(str, rows[1])) + " | | |")
+        lines.append("| " + " | ".join(rows[0]) + " | path |")
+        lines.append("|" + "---|" * (len(rows[0]) + 1))
+        lines.append("| " + " | ".join(map(str, rows[1])) + " | |")
         for row, r in zip(rows[2:], self.results):
             path = _relative(r.path, self.out_dir) if r.path else ""
-            lines.append("| " + " | ".join(map(str, row)) + f" | {r.route or ''} | `{path}` |")
+            lines.append("| " + " | ".join(map(str, row)) + f" | `{path}` |")
         problems = [r for r in self.results if r.error]
         attempts = [(r, a) for r in self.results for a in r.attempts]
         notes = [(r, n) for r in self.results for n in r.notes]
@@ -228,6 +229,12 @@ def budget_lines(result: ArtifactResult) -> list[str]:
         lines.append("  Cost: " + "; ".join(f"{name} {_size(sizes[name])}, {_num(latency.get(name))} ms batch 1"
                                             for name in ("float32", "int8", "chosen") if name in sizes) + ".")
     return lines
+
+
+def route_text(result: ArtifactResult) -> str:
+    """The report's route column: the route it was converted on (`zoo.deploy.formats.routes`), and the format's
+    own choice on the way where it made one, e.g. `tensorflow (external_data)`."""
+    return " ".join(part for part in (result.via, f"({result.route})" if result.route else "") if part)
 
 
 def options_text(result: ArtifactResult) -> str:

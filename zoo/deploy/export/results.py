@@ -28,7 +28,8 @@ class ArtifactResult:
     options: dict  # the format's options as resolved (defaults filled in)
     status: str = EXPORT_FAILED
     path: str | None = None
-    route: str | None = None
+    route: str | None = None  # the format's own choice on its way (e.g. "external_data", "unrolled")
+    via: str | None = None  # the route it was converted on (`zoo.deploy.formats.routes`: "tensorflow", "torch")
     attempts: list[Attempt] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     details: dict = dataclasses.field(default_factory=dict)  # format-specific facts, e.g. the accuracy budget's

@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_FORMATS", "FORMATS", "KINDS", "MODEL_FILES", "MODULES", "Art
            "read_metadata", "resolve_options", "write_metadata"]
 
 # The export formats, in the order export writes them and the docs list them.
-MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino")
+MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino", "torch")
 # The model files zoo reads (scans, opens, exports from) but does not write as an export.
 MODEL_FILES = ("keras", "h5")
 
@@ -62,8 +62,19 @@ def _declarations(names=None) -> dict:
 FORMATS: dict[str, Format] = _declarations()
 # Every kind of artifact, in the order detection tries them (after the kinds a path's suffix names).
 KINDS: dict[str, Kind] = {**FORMATS, **_declarations(MODEL_FILES)}
-# Every format whose runtime is installed (an optional one, such as OpenVINO, joins when its extra is).
-DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if not f.missing)
+
+
+def _default_formats() -> tuple[str, ...]:
+    """Every format whose runtime is installed (an optional one, such as OpenVINO, joins when its extra is) and
+    that takes the default route (`routes.DEFAULT`, the SavedModel); where TensorFlow is not installed, every
+    such format with a route that is (`zoo.deploy.formats.routes`)."""
+    from zoo.deploy.formats import routes
+
+    on = (routes.DEFAULT,) if routes.ROUTES[routes.DEFAULT].installed else tuple(routes.ROUTES)
+    return tuple(name for name, f in FORMATS.items() if not f.missing and routes.choose(f.routes, None) in on)
+
+
+DEFAULT_FORMATS = _default_formats()
 
 
 def expected_text() -> str:

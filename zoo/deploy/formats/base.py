@@ -158,7 +158,8 @@ class Format(Kind):
     `packages` the distributions whose versions the export report records, `short` its name in
     `zoo list`'s exports column. `marks` name boolean options that change what the artifact is: the
     option's mark goes into the file name before its suffix when the option is on (TFLite's `mobile`:
-    `{model}_{variant}_mobile.tflite`), so it is never mistaken for the plain artifact.
+    `{model}_{variant}_mobile.tflite`), so it is never mistaken for the plain artifact. `routes` are the
+    routes its `convert` takes (`zoo.deploy.formats.routes`: what it converts from), its default first.
     """
 
     artifact: str  # path under the output directory; {model} and {variant} are filled in
@@ -171,6 +172,8 @@ class Format(Kind):
     packages: tuple[str, ...] = ()
     short: str = ""
     marks: Mapping | None = None  # boolean option -> mark in the artifact's name when it is on
+    # the routes `convert` takes (`zoo.deploy.formats.routes`), the first the default where it is installed
+    routes: tuple[str, ...] = ("tensorflow",)
 
     parts = FORMAT_PARTS
 
@@ -195,6 +198,11 @@ class Format(Kind):
                                  f"{names}")
         if self.marks is not None:
             object.__setattr__(self, "marks", MappingProxyType(dict(self.marks)))
+        from zoo.deploy.formats.routes import ROUTES
+
+        unknown = [r for r in self.routes if r not in ROUTES]
+        if unknown or not self.routes:
+            raise ValueError(f"Format {self.name!r}: routes={self.routes!r}; expected one or more of {tuple(ROUTES)}.")
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)

@@ -144,6 +144,40 @@ class Conversion:
                 export_saved_model(model or self.keras_model(), tmp, batch_size=batch_size, signature=signature)
         return path
 
+    def exported_program(self) -> str:
+        """The torch route's ExportedProgram of the model (`zoo.deploy.formats.torch.export_program`, a `.pt2`),
+        written once per export to the scratch space, so the formats on the route share one trace; this process
+        runs Keras's PyTorch backend (`zoo.deploy.formats.routes`)."""
+        import keras
+
+        if keras.backend.backend() != "torch":
+            raise ZooError(f"the torch route ({self.target.label}) converts on Keras's PyTorch backend; this "
+                           f"process runs {keras.backend.backend()!r} (convert in the export's isolated process).")
+        if self.front is not None:
+            raise ZooError(f"the torch route ({self.target.label}) does not carry a text front-end "
+                           "(TextVectorization) as data; export this model on the tensorflow route.")
+        path = os.path.join(self.work_dir, "program_torch.pt2")
+        if path not in _PROGRAMS:
+            if os.path.isfile(path):  # written by an earlier process of this export
+                import torch
+
+                _PROGRAMS[path] = {"program": torch.export.load(path), "notes": []}
+            else:
+                from zoo.deploy.formats.torch import export_program
+
+                _PROGRAMS[path] = export_program(self.keras_model(), self.model.signature, self.inputs(TEST), path)
+        return path
+
+    @property
+    def program(self):
+        """The loaded ExportedProgram of `exported_program()` (the torch route's converters start from it)."""
+        return _PROGRAMS[self.exported_program()]["program"]
+
+    @property
+    def program_notes(self) -> list[str]:
+        """What the torch route's trace fixed (a free axis other than the batch), for the report."""
+        return list(_PROGRAMS[self.exported_program()]["notes"])
+
     def static_input_shape(self) -> tuple:
         """Per-example input shape of the unrolled RNN route: the data's, the time axis set by `sequence_length`.
 
@@ -171,6 +205,9 @@ class Conversion:
 
         variant = "unrolled_" + "x".join(map(str, example_shape))
         return self.saved_model(variant, model=model_io.unrolled_copy(self.keras_model(), example_shape))
+
+
+_PROGRAMS: dict[str, dict] = {}  # .pt2 path -> {"program", "notes"}: the torch route's trace, once per process
 
 
 @functools.lru_cache(maxsize=2)

@@ -29,12 +29,14 @@ class Target:
     precision: str  # tolerance class: float32, float16 or int8
     path: str
     options: Mapping  # the format's options, resolved (defaults filled in)
+    route: str = "tensorflow"  # what it converts from (`zoo.deploy.formats.routes`), chosen by the planner
 
     def __post_init__(self):
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
 
     def __reduce__(self):  # a mappingproxy does not pickle; the job crosses to the conversion process
-        return (Target, (self.format, self.module, self.variant, self.precision, self.path, dict(self.options)))
+        return (Target, (self.format, self.module, self.variant, self.precision, self.path, dict(self.options),
+                         self.route))
 
     @property
     def label(self) -> str:

@@ -1,5 +1,7 @@
 """ONNX via tf2onnx from the export's SavedModel, with a dynamic batch axis named "batch", run with
-onnxruntime: float32, float16 and int8.
+onnxruntime: float32, float16 and int8. On the torch route (`zoo.deploy.formats.routes`) the float32 graph
+comes from `torch.onnx`'s dynamo exporter instead (`zoo.deploy.formats.onnx_torch`), and float16 and int8 are
+made from it by the same tools.
 
 `zoo.deploy.formats.onnx_convert` says why from the SavedModel (tf2onnx's `from_function` turns a
 `Normalization` layer's constants into graph inputs) and what it rewrites. float16 and int8 are made
@@ -30,6 +32,7 @@ from zoo.deploy.formats.options import INT8_GUARDS, INT8_OPTIONS, PRECISION, TAR
 from zoo.deploy.formats.runner import DEFAULT_THREADS, Runner, predict_in_chunks, tensor_info
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.unsafe import CUSTOM_ONNX_OP, EXTERNAL_DATA, ONNX_STANDARD_DOMAINS, Finding
+from zoo.errors import ZooError
 from zoo.fileio import atomic_output, atomic_path, atomic_write_bytes
 
 PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
@@ -37,10 +40,12 @@ PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 # tf2onnx 1.17 emits opsets up to 18; onnxruntime 1.31 runs all of them.
 FORMAT = Format(
     name="onnx",
+    routes=("tensorflow", "torch"),
     artifact="{model}_{variant}.onnx",
     runtime="onnxruntime (CPUExecutionProvider)",
-    description="ONNX via tf2onnx from the SavedModel (constants frozen, Erfc rewritten), dynamic batch axis; "
-                "float16 and static int8 (QDQ) by onnxruntime's tools",
+    description="ONNX via tf2onnx from the SavedModel (constants frozen, Erfc rewritten), or on the torch route "
+                "via torch.onnx (dynamo) from torch.export's program; dynamic batch axis; float16 and static int8 "
+                "(QDQ) by onnxruntime's tools",
     layout="a file `*.onnx` (a ModelProto); on the external-data route its weights beside it in `*.onnx.data`",
     metadata_at="`metadata_props` key `zoo_metadata`",
     scan_reads="every node of the graph, its subgraphs and local functions (operators outside the standard "
@@ -129,32 +134,57 @@ def unsupported_ops(traced) -> list:
     return unsupported_tf_ops(traced.graph_def, traced.options.get("opset") or FORMAT.option("opset").default)
 
 
+def _write_float(conversion, path) -> tuple[list[str], bool]:
+    """Writes the float32 model to `path` on the target's route (`zoo.deploy.formats.routes`: tf2onnx from the
+    SavedModel, or torch.onnx from the torch route's ExportedProgram, `zoo.deploy.formats.onnx_torch`); returns
+    (notes, whether its weights went to an external-data file)."""
+    if conversion.target.route == "torch":
+        from zoo.deploy.formats.onnx_torch import write_program
+
+        staged, notes, external = write_program(conversion, Path(path).name)
+        if external:
+            os.replace(data_file(staged), data_file(path))
+        else:
+            data_file(path).unlink(missing_ok=True)  # a previous export's, which this model does not read
+        os.replace(staged, path)
+        return notes, external
+    proto, rewrites, tensors, why = _float_proto(conversion)
+    notes = list(rewrites.notes)
+    if tensors is not None:
+        notes.append(f"converted on tf2onnx's large-model route{' (' + why + ')' if why else ''}"
+                     + (f": weights in {data_file(path).name} beside the model"
+                        if path == conversion.target.path else ""))
+    write_model(proto, tensors, path)
+    return notes, tensors is not None
+
+
 def convert(conversion) -> Converted:
     from zoo.deploy.formats.ptq import onnx_static
     precision, options = conversion.target.variant, conversion.target.options
+    guards = [g for g in INT8_GUARDS if options.get(g) is not None]
+    if precision == "int8" and guards and conversion.target.route == "torch":
+        # `layer_nodes` finds a layer's nodes by the TF name scope of its weights; on the torch route a
+        # convolution's weight reaches it through a transpose of the Keras kernel (HWIO to OIHW), and node scopes
+        # stop at the model (Keras calls its layers outside torch's module hierarchy)
+        raise ZooError(f"{guards[0]} chooses the Keras layers int8 keeps float by their ONNX nodes, which the "
+                            "torch route does not name after the layers. Export ONNX int8 on the torch route without "
+                            f"{guards[0]}, or on the tensorflow route; OpenVINO's int8 takes {guards[0]} on both.")
     notes, details = [f"opset {options['opset']}"], {}
-    proto, rewrites, tensors, why = _float_proto(conversion)
-    notes += rewrites.notes
-    if tensors is not None:
-        notes.append(f"converted on tf2onnx's large-model route{' (' + why + ')' if why else ''}"
-                     + (f": weights in {data_file(conversion.target.path).name} beside the model"
-                        if precision == "float32" else ""))
     if precision == "float32":
-        write_model(proto, tensors, conversion.target.path)
-        return Converted(conversion.target.path, notes=notes, route="external_data" if tensors is not None else None)
+        written, external = _write_float(conversion, conversion.target.path)
+        return Converted(conversion.target.path, notes=notes + written, route="external_data" if external else None)
     scratch = os.path.join(conversion.work_dir, f"onnx_{precision}_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.onnx")
-    write_model(proto, tensors, float_path)
-    del proto
-    if tensors is not None and conversion.model.weight_bytes < memory.PROTOBUF_LIMIT * 0.9:
+    written, external = _write_float(conversion, float_path)
+    notes += written
+    if external and conversion.model.weight_bytes < memory.PROTOBUF_LIMIT * 0.9:
         # onnxruntime's quantization tools copy the model without its data file (quant_pre_process): inline
         # below protobuf's limit, converted on the large-model route all the same
         import onnx
 
         onnx.save(onnx.load(float_path), float_path)
         data_file(float_path).unlink()
-    del tensors
     with atomic_output(conversion.target.path) as tmp:
         if precision == "float16":
             onnx_static.to_float16(float_path, tmp)

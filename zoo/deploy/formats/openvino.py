@@ -1,4 +1,5 @@
-"""OpenVINO IR (`.xml` + `.bin`) from the SavedModel, run in OpenVINO Runtime's CPU plugin.
+"""OpenVINO IR (`.xml` + `.bin`) from the SavedModel, or on the torch route (`zoo.deploy.formats.routes`) from
+torch.export's program (`_from_program`), run in OpenVINO Runtime's CPU plugin.
 
 - float32: `openvino.convert_model` of the export's SavedModel, weights in float32;
 - float16: the same IR with its weights stored in float16 (`save_model(compress_to_fp16=True)`),
@@ -37,9 +38,11 @@ PRECISIONS = {"float32": "float32", "float16": "float16", "int8": "int8"}
 
 FORMAT = Format(
     name="openvino",
+    routes=("tensorflow", "torch"),
     artifact="{model}_openvino_{variant}",
     runtime="OpenVINO Runtime (CPU plugin, f32 inference precision)",
-    description="OpenVINO IR via openvino.convert_model from the SavedModel; int8 by NNCF post-training quantization",
+    description="OpenVINO IR via openvino.convert_model from the SavedModel, or on the torch route from "
+                "torch.export's program; int8 by NNCF post-training quantization",
     layout="a folder holding `model.xml` and `model.bin` (or the `.xml` itself)",
     metadata_at="`model.xml`'s `<rt_info><zoo_metadata value=\"...\"/>` (`ov.Model.get_rt_info(\"zoo_metadata\")`)",
     scan_reads="`model.xml` as XML: every layer's opset (a layer outside the standard opsets needs an extension "
@@ -128,13 +131,17 @@ def convert(conversion) -> Converted:
     import openvino as ov
 
     precision = conversion.target.variant
-    try:
-        model = ov.convert_model(conversion.saved_model())
-    except Exception as e:  # OpConversionFailure: the frontend's report, its op names four lines down
-        raise converter_error(e, conversion) from None
+    notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
+    if conversion.target.route == "torch":
+        model = _from_program(conversion)
+        notes += ["from the torch.export program (OpenVINO's PyTorch frontend)", *conversion.program_notes]
+    else:
+        try:
+            model = ov.convert_model(conversion.saved_model())
+        except Exception as e:  # OpConversionFailure: the frontend's report, its op names four lines down
+            raise converter_error(e, conversion) from None
     if len(model.outputs) < len(conversion.model.output_names):
         raise dropped_outputs_error(len(model.outputs), conversion)
-    notes, details = [f"openvino {ov.get_version().split('-')[0]}"], {}
     if precision == "int8":
         if conversion.model.quantization_aware:  # convert_model made its fake quantization FakeQuantize ops
             notes.append("int8 ranges learned in quantization-aware training (the model's own FakeQuantize ops)")
@@ -145,6 +152,27 @@ def convert(conversion) -> Converted:
     with atomic_output(conversion.target.path) as tmp:
         ov.save_model(model, os.path.join(tmp, IR_NAME), compress_to_fp16=precision == "float16")
     return Converted(conversion.target.path, notes=notes, details=details)
+
+
+def _from_program(conversion):
+    """The IR of the torch route's ExportedProgram (`zoo.deploy.formats.routes`), its inputs and outputs named as
+    Keras's and the batch axis the only free one.
+
+    From the program rather than from the route's ONNX file: the program is what every format on the route
+    starts from (one trace), OpenVINO's PyTorch frontend converts its ATen ops directly (no ONNX opset between,
+    and no ONNX file to write for an OpenVINO-only export), and the same trace's ONNX is verified on its own.
+    The frontend gives every input dimension free (`[?,?,?,?]`), so `input` restates the shapes traced.
+    """
+    import openvino as ov
+
+    signature = conversion.model.signature
+    shapes = [ov.PartialShape([-1, *[d if d is not None else -1 for d in t.shape]]) for t in signature.inputs]
+    model = ov.convert_model(conversion.program, input=shapes)
+    for port, name in zip(model.inputs, signature.names):
+        port.get_tensor().set_names({name})
+    for port, name in zip(model.outputs, conversion.model.output_names):
+        port.get_tensor().set_names({name})
+    return model
 
 
 FRONTEND = "OpenVINO (TensorFlow frontend)"

@@ -215,11 +215,20 @@ OPENVINO_STANDARD_VERSION = "opset"
 CUSTOM_OPENVINO_OP = UnsafeOp("custom OpenVINO op", CODE, "an operation from an extension, not a standard opset: "
                               "native code the application must load (core.add_extension) to run it")
 
+# A .pt2 archive (`zoo.deploy.formats.torch`): a pickle global that torch.load's weights_only unpickler refuses,
+# which torch.export.load then unpickles all the same (`weights_only=False`), and ops from a custom library.
+TORCH_PICKLE = UnsafeOp("pickle global", CODE, "a pickle in the archive names this callable, outside PyTorch's "
+                        "weights_only allowlist: torch.export.load unpickles it with weights_only=False, which "
+                        "calls it")
+CUSTOM_TORCH_OP = UnsafeOp("custom PyTorch op", CODE, "an operator outside PyTorch's own namespaces: a library "
+                           "(torch.library, native code) the application loads must register it")
+
 
 def all_names() -> list[str]:
     """Every name the table declares (for suggestions in allow lists)."""
     return sorted({*TF_OPS, *KERAS_OBJECTS, CUSTOM_TF_OP.name, CUSTOM_KERAS_CLASS.name, CUSTOM_TFLITE_OP.name,
-                   CUSTOM_ONNX_OP.name, CUSTOM_OPENVINO_OP.name, EXTERNAL_DATA.name})
+                   CUSTOM_ONNX_OP.name, CUSTOM_OPENVINO_OP.name, EXTERNAL_DATA.name, TORCH_PICKLE.name,
+                   CUSTOM_TORCH_OP.name})
 
 
 @dataclasses.dataclass(frozen=True)
