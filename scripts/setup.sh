@@ -11,17 +11,20 @@ cd "$(dirname "$0")/.."
 VENV=${ZOO_VENV:-.venv}
 PY=${PYTHON:-python3}
 extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev,torch,jax,openvino,quantization]"
+[[ "${1:-}" == "--dev" ]] && extras="[dev,torch,jax,openvino,quantization,executorch]"
 
 # The real mobile clients (--dev), each in a virtualenv of its own beside .venv (zoo/deploy/formats/mobile_clients.py;
 # tests/deploy/export/test_mobile_tflite.py skips, saying so, without them): MediaPipe Tasks, and tflite-support
-# 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4. Installed
-# while .venv's own install runs.
+# 0.4.4 (the standard metadata reader, the Task Library, tflite_codegen), which needs protobuf < 4; and the torch
+# route's LiteRT converter (zoo/deploy/formats/tflite_torch.py: litert-torch pins typing-extensions < 4.13 through
+# xdsl, so never beside zoo), with the torch and keras it converts on. Installed while .venv's own install runs.
 mobile_clients() {
-  for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support"; do
+  for client in "mediapipe==1.2.3:.venv-mediapipe" "tflite-support==0.4.4:.venv-tflite-support" \
+      "litert-torch==0.10.0 torch==2.13.0 keras==3.15.1:.venv-litert-torch"; do
     package=${client%%:*} folder=${client##*:}
     if [[ ! -x "$folder/bin/python" ]] || ! "$folder/bin/python" -m pip show -q "${package%%==*}" >/dev/null 2>&1; then
-      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q "$package" \
+      # shellcheck disable=SC2086  # a client may be several packages
+      "$PY" -m venv "$folder" && "$folder/bin/python" -m pip install -q $package \
         || echo "$package not installed in $folder: its mobile client tests will skip"
     fi
   done

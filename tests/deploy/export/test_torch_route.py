@@ -176,18 +176,18 @@ def test_planner_routes_and_refusals(monkeypatch, tmp_path):
     assert [t.route for t in plan.targets] == ["tensorflow", "tensorflow"]
     plan = zoo.deploy.export.plan(model, tmp_path, ["onnx", "torch"], verify=False, route="torch")
     assert [t.route for t in plan.targets] == ["torch", "torch"] and plan.needs_keras_file
-    with pytest.raises(OptionError, match=r"route 'torch' does not reach tflite .*Formats on the torch route: "
-                                          r"onnx, openvino, torch"):
-        zoo.deploy.export.plan(model, tmp_path, ["onnx", "tflite"], route="torch")
+    with pytest.raises(OptionError, match=r"route 'torch' does not reach tfjs .*Formats on the torch route: "
+                                          r"tflite, onnx, openvino, torch, executorch"):
+        zoo.deploy.export.plan(model, tmp_path, ["onnx", "tfjs"], route="torch")
     with pytest.raises(Exception, match="Did you mean"):
         zoo.deploy.export.plan(model, tmp_path, ["onnx"], route="trch")
     monkeypatch.setattr(routes.Route, "installed", property(lambda r: r.name != "tensorflow"))
     plan = zoo.deploy.export.plan(model, tmp_path, ["onnx", "openvino"], verify=False)
     assert [t.route for t in plan.targets] == ["torch", "torch"]
-    with pytest.raises(OptionError, match=r"tflite cannot be exported here: tensorflow cannot be imported .*pip "
+    with pytest.raises(OptionError, match=r"tfjs cannot be exported here: tensorflow cannot be imported .*pip "
                                           r"install tensorflow, or export to the formats this machine reaches: "
-                                          r"onnx, openvino, torch"):
-        zoo.deploy.export.plan(model, tmp_path, ["tflite", "onnx"])
+                                          r"tflite, onnx, openvino, torch"):
+        zoo.deploy.export.plan(model, tmp_path, ["tfjs", "onnx"])
     with pytest.raises(OptionError, match="--check traces the model with TensorFlow, which cannot be imported"):
         zoo.deploy.export.check(model, ["onnx"])
 

@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_FORMATS", "FORMATS", "KINDS", "MODEL_FILES", "MODULES", "Art
            "read_metadata", "resolve_options", "write_metadata"]
 
 # The export formats, in the order export writes them and the docs list them.
-MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino", "torch")
+MODULES = ("saved_model", "tflite", "tfjs", "onnx", "openvino", "torch", "executorch")
 # The model files zoo reads (scans, opens, exports from) but does not write as an export.
 MODEL_FILES = ("keras", "h5")
 

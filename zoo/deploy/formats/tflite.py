@@ -26,7 +26,6 @@ from pathlib import Path
 from zoo.core.options import BOOL, Option
 from zoo.deploy.formats.base import ArtifactError, Format, head
 from zoo.deploy.formats.options import INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH
-from zoo.deploy.formats.tflite_convert import convert  # noqa: F401  (the protocol's convert)
 from zoo.deploy.formats.tflite_diagnose import route_around, unsupported_ops  # noqa: F401  (the protocol's)
 from zoo.deploy.formats.tflite_file import IDENTIFIER, NotTFLiteError, TFLiteFile
 from zoo.deploy.formats.tflite_runner import RUNTIME, open_runner  # noqa: F401  (the protocol's open_runner)
@@ -37,6 +36,7 @@ PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8"
 
 FORMAT = Format(
     name="tflite",
+    routes=("tensorflow", "torch"),
     artifact="{model}_{variant}.tflite",
     runtime=RUNTIME,
     description="LiteRT flatbuffer, builtin ops only unless allow_flex; RNNs via a fixed-batch signature or an "
@@ -74,6 +74,13 @@ FORMAT = Format(
                default=False, check=BOOL),
     ),
 )
+
+
+def convert(conversion):
+    """From the SavedModel (`tflite_convert`), or on the torch route through litert-torch (`tflite_torch`)."""
+    from zoo.deploy.formats import tflite_convert, tflite_torch
+
+    return (tflite_torch if conversion.target.route == "torch" else tflite_convert).convert(conversion)
 
 
 def recognise(path: Path) -> bool:

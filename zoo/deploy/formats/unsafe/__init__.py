@@ -214,6 +214,9 @@ EXTERNAL_DATA = UnsafeOp("external data", FS, "tensor data read from a file outs
 OPENVINO_STANDARD_VERSION = "opset"
 CUSTOM_OPENVINO_OP = UnsafeOp("custom OpenVINO op", CODE, "an operation from an extension, not a standard opset: "
                               "native code the application must load (core.add_extension) to run it")
+# ExecuTorch: an operator outside the namespaces its kernel libraries implement, or a delegate other than XNNPACK.
+CUSTOM_EXECUTORCH_OP = UnsafeOp("custom ExecuTorch op", CODE, "an operator or delegate backend outside ExecuTorch's "
+                                "own kernel libraries: native code the application must link in to run it")
 
 # A .pt2 archive (`zoo.deploy.formats.torch`): a pickle global that torch.load's weights_only unpickler refuses,
 # which torch.export.load then unpickles all the same (`weights_only=False`), and ops from a custom library.
@@ -228,7 +231,7 @@ def all_names() -> list[str]:
     """Every name the table declares (for suggestions in allow lists)."""
     return sorted({*TF_OPS, *KERAS_OBJECTS, CUSTOM_TF_OP.name, CUSTOM_KERAS_CLASS.name, CUSTOM_TFLITE_OP.name,
                    CUSTOM_ONNX_OP.name, CUSTOM_OPENVINO_OP.name, EXTERNAL_DATA.name, TORCH_PICKLE.name,
-                   CUSTOM_TORCH_OP.name})
+                   CUSTOM_TORCH_OP.name, CUSTOM_EXECUTORCH_OP.name})
 
 
 @dataclasses.dataclass(frozen=True)
