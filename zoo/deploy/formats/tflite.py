@@ -26,14 +26,16 @@ from pathlib import Path
 from zoo.core.options import BOOL, Option
 from zoo.deploy.formats.base import ArtifactError, Format, head
 from zoo.deploy.formats.options import INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH
+from zoo.deploy.formats.ptq.litert_quantizer import RECIPES as LITERT_RECIPES
 from zoo.deploy.formats.tflite_convert import convert  # noqa: F401  (the protocol's convert)
 from zoo.deploy.formats.tflite_diagnose import route_around, unsupported_ops  # noqa: F401  (the protocol's)
 from zoo.deploy.formats.tflite_file import IDENTIFIER, NotTFLiteError, TFLiteFile
 from zoo.deploy.formats.tflite_runner import RUNTIME, open_runner  # noqa: F401  (the protocol's open_runner)
 from zoo.deploy.formats.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS, Finding
 
-# precision (one .tflite each) -> tolerance class
-PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8"}
+# precision (one .tflite each) -> tolerance class; the LiteRT Quantizer's recipes are int8's class (agreement)
+PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8",
+              **{name: "int8" for name in LITERT_RECIPES}}
 
 FORMAT = Format(
     name="tflite",
