@@ -12,9 +12,12 @@ recipes (`ai_edge_quantizer.recipe`), named as the quantizer names them (activat
   "16x8" kernels. Where int8's 1/256 activation steps move close decisions, int16 keeps them;
 - `w8`: weight-only int8 (per channel), the weights dequantized before float compute:
   `recipe.weight_only_wi8_afp32`; a quarter of float's weight bytes, float's accuracy;
-- `w4`: weight-only int4 in blocks of 32 along the input axis, float compute: the quantizer's blockwise
-  int4 (`QuantGranularity.BLOCKWISE_32`). LiteRT's blockwise kernels are fully-connected ones: the ops it
-  cannot take (convolutions, layers whose input axis is not a multiple of 32) stay float.
+- `w4`: int4 weights in blocks of 32 along the input axis, activations quantized on the fly by the kernel:
+  `recipe.dynamic_wi4b32_afp32`, the quantizer's blockwise int4. Its policy (`default_policy.py`) takes
+  blockwise int4 for FULLY_CONNECTED and EMBEDDING_LOOKUP only (its weight-only int4 is per channel), so
+  convolutions and layers whose input axis 32 does not divide stay float: it is for dense and embedding
+  weights (text models, MLPs, heads), not CNNs. The quantizer refuses a weight whose input axis the block does not
+  divide, rather than leave it: those ops get a `no_quantize` rule of their own scope (`undivided_scopes`).
 
 The model's input and output stay float32 (rules `no_quantize` on the graph's INPUT and OUTPUT), as the
 converter's int8 leaves them, so each artifact takes what float takes.
@@ -27,6 +30,7 @@ route (as the converter's int8 does) and the weight-only ones the float routes.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -38,9 +42,10 @@ class Recipe:
     """One of the quantizer's recipes as a zoo precision."""
 
     text: str  # for the precision option's help and the docs
-    activation_bits: int | None  # None: weight-only (float activations, no calibration)
+    activation_bits: int | None  # None: float activations, no calibration
     weight_bits: int
     block: int = 0  # weight block size along the input axis; 0: per channel
+    dynamic: bool = False  # activations quantized at run time (else, without activation_bits: weight-only)
 
     @property
     def calibrated(self) -> bool:
@@ -51,7 +56,8 @@ RECIPES = {
     "a8w8": Recipe("int8 weights and activations by LiteRT's quantizer, calibrated", 8, 8),
     "a16w8": Recipe("int8 weights and int16 activations by LiteRT's quantizer, calibrated", 16, 8),
     "w8": Recipe("weight-only int8 by LiteRT's quantizer (float compute)", None, 8),
-    "w4": Recipe("weight-only blockwise int4 (blocks of 32) by LiteRT's quantizer (float compute)", None, 4, 32),
+    "w4": Recipe("int4 weights in blocks of 32 for dense and embedding layers, activations quantized on the fly, "
+                 "by LiteRT's quantizer", None, 4, 32, dynamic=True),
 }
 
 
@@ -68,12 +74,30 @@ def rules(name: str, regex: str = ".*") -> list[dict]:
     else:
         granularity = (getattr(qtyping.QuantGranularity, f"BLOCKWISE_{r.block}") if r.block
                        else qtyping.QuantGranularity.CHANNELWISE)
-        manager.add_weight_only_config(regex=regex, operation_name=every, num_bits=r.weight_bits,
-                                       granularity=granularity)
+        add = manager.add_dynamic_config if r.dynamic else manager.add_weight_only_config
+        add(regex=regex, operation_name=every, num_bits=r.weight_bits, granularity=granularity)
     return manager.get_quantization_recipe()
 
 
 FLOAT_IO = [{"regex": ".*", "operation": op, "algorithm_key": "no_quantize"} for op in ("INPUT", "OUTPUT")]
+
+
+def undivided_scopes(float_model: bytes, block: int) -> list[str]:
+    """The scopes (output tensor names joined by ';', as the quantizer matches them) of the fully-connected and
+    embedding ops whose weight's last axis `block` does not divide."""
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as fb
+
+    model = fb.read_model(bytes(float_model))
+    out = []
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators:
+            code = model.operatorCodes[op.opcodeIndex].builtinCode  # codes the quantizer has no name for: other ops
+            if fb.TFL_OP_CODE_TO_NAME.get(code) not in ("FULLY_CONNECTED", "EMBEDDING_LOOKUP"):
+                continue
+            weight = subgraph.tensors[op.inputs[1]]
+            if len(weight.shape) and weight.shape[-1] % block:
+                out.append(fb.get_op_scope(op, subgraph.tensors))
+    return out
 
 
 def recipe(name: str, overrides: dict[str, str] | None = None) -> list[dict]:
@@ -119,7 +143,10 @@ class RecipeQuantizer:
     def quantize(self, overrides: dict[str, str] | None = None) -> bytes:
         from ai_edge_quantizer import quantizer
 
-        q = quantizer.Quantizer(self.float_model, recipe(self.name, overrides))
+        block = RECIPES[self.name].block
+        undivided = {f"^{re.escape(scope)}$": "float" for scope in undivided_scopes(self.float_model, block)} if block \
+            else {}
+        q = quantizer.Quantizer(self.float_model, recipe(self.name, {**undivided, **(overrides or {})}))
         return bytes(q.quantize(self.calibration, enable_progress_report=False).quantized_model)
 
 
