@@ -115,9 +115,9 @@ def _cell(r, float_latency):
     v = r.verification
     cell = {"status": r.status, "size_bytes": r.size_bytes, "route": r.route, "error": (r.error or "")[:400] or None,
             "argmax_agreement": None if v is None else v.argmax_agreement,
-            "max_abs_diff": None if v is None else v.max_abs_diff, "latency_ms": r.latency_ms}
-    if r.latency_ms and float_latency:
-        cell["latency_vs_float32"] = round(r.latency_ms / float_latency, 3)
+            "max_abs_diff": None if v is None else v.max_abs_diff, "latency_ms": None if v is None else v.latency_ms}
+    if cell["latency_ms"] and float_latency:
+        cell["latency_vs_float32"] = round(cell["latency_ms"] / float_latency, 3)
     if r.details:
         cell["guard"] = {k: r.details.get(k) for k in ("summary", "float_layers", "remedied_layers", "final_agreement",
                                                         "full_int8_agreement", "size_bytes", "latency_ms", "search_s")
@@ -125,7 +125,8 @@ def _cell(r, float_latency):
     return {k: v for k, v in cell.items() if v is not None}
 
 
-def run_model(name: str, out: Path, guard: bool) -> dict:
+def run_model(name: str, out: Path, guard: bool, save) -> dict:
+    """The model's row, `save(row)` after the plain precisions and after each guarded export."""
     import zoo.deploy.export
     from zoo.deploy.export import ExportData
 
@@ -135,9 +136,16 @@ def run_model(name: str, out: Path, guard: bool) -> dict:
     report = zoo.deploy.export.export(model, out / name, ["tflite"], precision=list(PRECISIONS),
                                       data=ExportData(calibration=calibration, test=test, description=task),
                                       latency_runs=50)
-    float_latency = report.result("tflite", "float32").latency_ms
+    float_latency = (report.result("tflite", "float32").verification or None) and \
+        report.result("tflite", "float32").verification.latency_ms
     row = {"task": task, "keras_accuracy": report.keras.accuracy,
            "cells": {r.variant: _cell(r, float_latency) for r in report.results}}
+
+    def record():
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        save(json.loads(json.dumps(row).replace(str(out), "<out>")))
+
+    record()
     if guard:
         validation = data(VALIDATION, 4)[0]
         for precision in ("int8", "a8w8"):
@@ -150,8 +158,7 @@ def run_model(name: str, out: Path, guard: bool) -> dict:
             except Exception as e:  # noqa: BLE001 - a failed guard is a result
                 row["cells"][f"{precision}+min_agreement=99"] = {"status": "export_failed",
                                                                  "error": f"{type(e).__name__}: {e}"[:400]}
-    row["seconds"] = round(time.perf_counter() - t0, 1)
-    return json.loads(json.dumps(row).replace(str(out), "<out>"))
+            record()
 
 
 def markdown(result: dict) -> str:
@@ -160,7 +167,8 @@ def markdown(result: dict) -> str:
              f"argmax agreement with Keras on {EVAL} evaluation inputs, in LiteRT's interpreter (criterion 99%). "
              "Latency: batch-1 median as a ratio to float32's in the same run, on a shared, loaded 2-core machine: "
              "indicative only.", "",
-             "| model | precision | status | agreement | size | latency / float32 | route |", "|---|---|---|---|---|---|---|"]
+             "| model | precision | status | agreement | size | latency / float32 | route |",
+             "|---|---|---|---|---|---|---|"]
     for name, row in result["models"].items():
         for precision, c in row["cells"].items():
             agreement = f"{100 * c['argmax_agreement']:.2f}%" if c.get("argmax_agreement") is not None else ""
@@ -202,11 +210,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="zoo-litertq-") as tmp:
         for name in args.models:
             print(f"{name} ...", flush=True)
-            result["models"][name] = run_model(name, Path(tmp), args.guard)
-            result["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            result["versions"] = {p: version(p) for p in ("tensorflow", "keras", "ai-edge-litert", "ai-edge-quantizer")}
-            write_result(RESULTS, "litert_quantizer", result, markdown)
-            print(json.dumps(result["models"][name], indent=1)[:3000], flush=True)
+
+            def save(row, name=name):
+                result["models"][name] = row
+                result["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+                result["versions"] = {p: version(p) for p in ("tensorflow", "keras", "ai-edge-litert",
+                                                                "ai-edge-quantizer")}
+                write_result(RESULTS, "litert_quantizer", result, markdown)
+                print(json.dumps(row, indent=1)[:3000], flush=True)
+
+            run_model(name, Path(tmp), args.guard, save)
     return 0
 
 

@@ -1,5 +1,22 @@
-"""TFLite (LiteRT): float32, float16, dynamic-range int8 and full int8, builtin ops only; RNNs through a
-batch-1 or an unrolled graph.
+"""TFLite (LiteRT): float32, float16, dynamic-range int8 and full int8 by TensorFlow's converter, and the LiteRT
+Quantizer's recipes on the float file; builtin ops only; RNNs through a batch-1 or an unrolled graph.
+
+Precisions (`PRECISIONS`, one `.tflite` each):
+
+- `float32`, `float16`, `dynamic_int8`, `int8`: TensorFlow's converter (`tflite_convert`); `int8` is its
+  post-training full int8, calibrated on the export's calibration data;
+- `a8w8`, `a16w8`, `w8`, `w4`: LiteRT's own quantizer (`ai-edge-quantizer`,
+  `zoo.deploy.formats.ptq.litert_quantizer`) on the float32 file, the route Google's LiteRT docs give now that
+  they mark quantization inside the converter as deprecated: full int8 (int8 weights and activations,
+  calibrated on the same data as `int8`), int8 weights with int16 activations (calibrated), weight-only int8
+  and blockwise int4 (dense and embedding weights). Each is verified in LiteRT's interpreter like `int8`
+  (argmax agreement with Keras); with `min_agreement` or `max_accuracy_drop`, `a8w8` gives the layers int8 moves
+  most int16 activations first, and keeps layers float only where int16 for all of them is not enough.
+
+The converter's own int8 stays where the quantizer cannot do the job: a quantization-aware model (the
+converter reads its learned ranges; the quantizer calibrates its own), `int8_io` and `mobile` (int8 or uint8
+input and output tensors; the quantizer's artifacts keep float input and output). Its measured agreement beside
+the quantizer's, on the compatibility matrix's int8 misses: `benchmarks/results/litert_quantizer.md`.
 
 Every artifact carries zoo's metadata entry and the standard TFLite metadata that MediaPipe Tasks,
 the TFLite Task Library and Android Studio's ML Model Binding read, derived from the same facts.

@@ -154,12 +154,14 @@ def summary(metric: str, max_drop: float, float_metric: float, full_metric: floa
         minimum = (100 - max_drop) / 100
         low, high = wilson_interval(chosen_metric, samples) if samples else (chosen_metric, chosen_metric)
         return (f"full int8 agrees with float on {100 * full_metric:.1f}%; kept in float: {len(float_layers)} "
-                f"layer(s){': ' + kept if kept else ''}{given}; final agreement {100 * chosen_metric:.1f}% of {samples} "
+                f"layer(s){': ' + kept if kept else ''}{given}; "
+                f"final agreement {100 * chosen_metric:.1f}% of {samples} "
                 f"validation inputs, 95% interval {100 * low:.1f}-{100 * high:.1f}% "
                 f"({'meets' if low >= minimum - 1e-9 else 'does NOT meet'} the {100 * minimum:g}% minimum)")
     drop = 100 * (float_metric - chosen_metric)
     within = drop <= max_drop + 1e-9
-    return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; kept in float: {kept or 'none'}{given}; "
+    return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; "
+            f"kept in float: {kept or 'none'}{given}; "
             f"final drop {drop:.2f} points ({'within' if within else 'NOT within'} the {max_drop:g}-point budget)")
 
 
