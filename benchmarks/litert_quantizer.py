@@ -68,39 +68,40 @@ def _fit(model, data, epochs: int):
     return model
 
 
-def _mobilenet_v2():
+def _mobilenet_v2(train: bool = True):
     from benchmarks import compat
 
     candidate = compat.by_name(["MobileNetV2"])[0]
-    model, facts = compat.train_decisive(candidate, 32)
+    model, facts = compat.train_decisive(candidate, 32) if train else (None, None)
 
     def data(n, seed):
         return compat.prepared_images(candidate, n, 32, seed)
 
-    return model, data, f"tinted 32x32 images, trained {facts['train_epochs']} epoch(s) (compat.train_decisive)"
+    return model, data, "tinted 32x32 images, trained until 99% held-out or 10 epochs (compat.train_decisive)"
 
 
 def _rnn(name: str, **kwargs):
-    def make():
+    def make(train: bool = True):
         import keras
 
         import zoo
 
         keras.utils.set_random_seed(0)
         model = zoo.build(name, input_shape=(28, 28), num_classes=4, **kwargs)
-        return _fit(model, _quadrants, 3), _quadrants, "28 rows of 28 values, the brighter quadrant, 3 epochs"
+        return (_fit(model, _quadrants, 3) if train else None), _quadrants, \
+            "28 rows of 28 values, the brighter quadrant, 3 epochs"
 
     return make
 
 
-def _bilstm_text():
+def _bilstm_text(train: bool = True):
     import keras
 
     import zoo
 
     keras.utils.set_random_seed(0)
     model = zoo.build("bilstm_text_classifier", vocab_size=1000, input_shape=(50,), num_classes=2)
-    return _fit(model, _tokens, 2), _tokens, "50 token ids, which half of the vocabulary, 2 epochs"
+    return (_fit(model, _tokens, 2) if train else None), _tokens, "50 token ids, which half of the vocabulary, 2 epochs"
 
 
 MODELS = {
@@ -125,21 +126,35 @@ def _cell(r, float_latency):
     return {k: v for k, v in cell.items() if v is not None}
 
 
-def run_model(name: str, out: Path, guard: bool, save) -> dict:
-    """The model's row, `save(row)` after the plain precisions and after each guarded export."""
+def run_model(name: str, out: Path, guard: bool, save, cache: Path | None = None, plain: bool = True) -> dict:
+    """The model's row, `save(row)` after the plain precisions (unless not `plain`) and after each guarded export.
+    `cache`: a folder where the trained model is kept as `<name>.keras` and read from by a later run."""
+    import keras
+
     import zoo.deploy.export
     from zoo.deploy.export import ExportData
 
     t0 = time.perf_counter()
-    model, data, task = MODELS[name]()
+    kept = cache / f"{name}.keras" if cache else None
+    if kept is not None and kept.exists():
+        _, data, task = MODELS[name](train=False)
+        model = keras.saving.load_model(kept)
+    else:
+        model, data, task = MODELS[name]()
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            model.save(kept)
     test, calibration = data(EVAL, 0), data(CALIBRATION, 1)[0]
-    report = zoo.deploy.export.export(model, out / name, ["tflite"], precision=list(PRECISIONS),
-                                      data=ExportData(calibration=calibration, test=test, description=task),
-                                      latency_runs=50)
-    float_latency = (report.result("tflite", "float32").verification or None) and \
-        report.result("tflite", "float32").verification.latency_ms
-    row = {"task": task, "keras_accuracy": report.keras.accuracy,
-           "cells": {r.variant: _cell(r, float_latency) for r in report.results}}
+    if plain:
+        report = zoo.deploy.export.export(model, out / name, ["tflite"], precision=list(PRECISIONS),
+                                          data=ExportData(calibration=calibration, test=test, description=task),
+                                          latency_runs=50)
+        float_latency = (report.result("tflite", "float32").verification or None) and \
+            report.result("tflite", "float32").verification.latency_ms
+        row = {"task": task, "keras_accuracy": report.keras.accuracy,
+               "cells": {r.variant: _cell(r, float_latency) for r in report.results}}
+    else:
+        row = json.loads((RESULTS / "litert_quantizer.json").read_text())["models"][name]
 
     def record():
         row["seconds"] = round(time.perf_counter() - t0, 1)
@@ -201,6 +216,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("models", nargs="*", default=list(MODELS), help=f"of {', '.join(MODELS)} (default: all)")
     p.add_argument("--guard", action="store_true", help="also min_agreement=99 on int8 and a8w8")
+    p.add_argument("--guard-only", action="store_true", help="only the guarded exports, added to the committed row")
+    p.add_argument("--cache", type=Path, help="keep the trained models here (<model>.keras) and reuse them")
     args = p.parse_args(argv)
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
@@ -219,7 +236,7 @@ def main(argv=None) -> int:
                 write_result(RESULTS, "litert_quantizer", result, markdown)
                 print(json.dumps(row, indent=1)[:3000], flush=True)
 
-            run_model(name, Path(tmp), args.guard, save)
+            run_model(name, Path(tmp), args.guard or args.guard_only, save, args.cache, plain=not args.guard_only)
     return 0
 
 

@@ -93,3 +93,28 @@ def test_min_agreement_keeps_a_layer_float_where_int16_activations_cannot_help(t
     details = report.result("tflite", "a8w8").details
     assert details["float_layers"] == ["block1_dense"], details
     assert details["within_budget"] and report.ok, report.table()
+
+
+def test_constants_the_quantizer_stores_after_the_flatbuffer_survive_the_metadata_rewrite():
+    """LiteRT's quantizer writes a model with 256 KB of constants or more with its buffers after the flatbuffer
+    (offset and size); zoo's metadata rewrite packs the flatbuffer again, and must take them in."""
+    import keras
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from zoo.deploy.formats.ptq import litert_quantizer
+    from zoo.deploy.formats.tflite_file import TFLiteFile, _schema
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((512,)), keras.layers.Dense(640), keras.layers.Dense(4)])
+    quantized = litert_quantizer.quantize(tf.lite.TFLiteConverter.from_keras_model(model).convert(), "w8")
+    buffers = _schema().ModelT.InitFromObj(_schema().Model.GetRootAsModel(quantized, 0)).buffers
+    assert any(b.offset > 1 for b in buffers)  # stored after the flatbuffer: the case this test is about
+    rewritten = TFLiteFile(quantized).with_metadata({"zoo_metadata": b"{}"})
+    x = np.random.default_rng(0).random((1, 512), np.float32)
+    outputs = []
+    for flatbuffer in (quantized, rewritten):
+        runner = Interpreter(model_content=flatbuffer).get_signature_runner("serving_default")
+        outputs.append(next(iter(runner(**{next(iter(runner.get_input_details())): x}).values())))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_allclose(outputs[1], model.predict(x, verbose=0), atol=0.05)

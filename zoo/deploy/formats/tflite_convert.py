@@ -277,8 +277,6 @@ def _store_metadata(path, model) -> None:
 def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
     """Full int8 but the layers the guard keeps float (`zoo.deploy.formats.ptq.budget`), quantized by the converter's
     own quantizer with those layers' ops denylisted (`zoo.deploy.formats.ptq.tflite_denylist`)."""
-    import os
-
     from zoo.deploy.formats.ptq import budget
     from zoo.deploy.formats.ptq.tflite_denylist import DenylistQuantizer
 
@@ -286,22 +284,7 @@ def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape)
     outputs = [t._keras_history.operation.name for t in model.outputs]
     selective = DenylistQuantizer(int8_converter, output_layers=outputs)
     layers = [layer for layer in budget.quantizable_layers(model) if selective.nodes_of(layer)]
-    scratch = os.path.join(conversion.work_dir, f"budget_tflite_{os.getpid()}")
-    os.makedirs(scratch, exist_ok=True)
-    float_path = os.path.join(scratch, "float32.tflite")
-    with open(float_path, "wb") as f:
-        f.write(float_model)
-    counter = iter(range(10**6))
-
-    def quantize(exclude=(), only=None):
-        path = os.path.join(scratch, f"trial_{next(counter)}.tflite")
-        with open(path, "wb") as f:
-            f.write(selective.quantize(exclude=exclude, only=only))
-        return path
-
-    result = budget.run(conversion, layers, quantize, float_path, open_runner)
-    with open(result.chosen.path, "rb") as f:
-        return f.read(), result.details
+    return _search(conversion, float_model, "budget_tflite", layers, selective.quantize)
 
 
 # What a guarded LiteRT-Quantizer int8 gives a layer that int8 moves too far, in order: int16 activations (the
@@ -312,37 +295,47 @@ REMEDIES = {"int16": "a16w8", "float": "float"}
 def _guarded_recipe(conversion, float_model: bytes, batches) -> tuple[bytes, dict]:
     """a8w8 but the layers the guard picks (`zoo.deploy.formats.ptq.budget`), which get int16 activations first
     and float only where int16 for every candidate is not enough: one calibration, a recipe per trial."""
-    import os
-
     from zoo.deploy.formats.ptq import budget
     from zoo.deploy.formats.ptq.litert_selective import layer_regex
 
     model = conversion.keras_model()
     outputs = [t._keras_history.operation.name for t in model.outputs]
     quantizer = litert_quantizer.RecipeQuantizer(float_model, "a8w8", batches)
-    scratch = os.path.join(conversion.work_dir, f"budget_litert_{os.getpid()}")
-    os.makedirs(scratch, exist_ok=True)
-    float_path = os.path.join(scratch, "float32.tflite")
-    with open(float_path, "wb") as f:
-        f.write(float_model)
-    counter = iter(range(10**6))
 
     def scope(layer):
         return layer_regex(layer, layer in outputs)
 
     def quantize(exclude=(), only=None, remedied=None):
         if only is not None:  # only this layer int8: every other one float
-            overrides = {".*": "float", scope(only): "a8w8"}
-        else:
-            overrides = {scope(n): REMEDIES[r] for n, r in (remedied or {}).items()}
-            overrides.update({scope(n): "float" for n in exclude})
+            return quantizer.quantize({".*": "float", scope(only): "a8w8"})
+        overrides = {scope(n): REMEDIES[r] for n, r in (remedied or {}).items()}
+        return quantizer.quantize({**overrides, **{scope(n): "float" for n in exclude}})
+
+    return _search(conversion, float_model, "budget_litert", budget.quantizable_layers(model), quantize,
+                   remedies=tuple(REMEDIES))
+
+
+def _search(conversion, float_model: bytes, name: str, layers, quantize, **options) -> tuple[bytes, dict]:
+    """`budget.run` over `layers`, each trial's flatbuffer (`quantize(exclude=, only=, ...)` -> bytes) written to a
+    scratch file beside the float one: (the chosen flatbuffer, the search's details)."""
+    import os
+
+    from zoo.deploy.formats.ptq import budget
+
+    scratch = os.path.join(conversion.work_dir, f"{name}_{os.getpid()}")
+    os.makedirs(scratch, exist_ok=True)
+    float_path = os.path.join(scratch, "float32.tflite")
+    with open(float_path, "wb") as f:
+        f.write(float_model)
+    counter = iter(range(10**6))
+
+    def write(**trial):
         path = os.path.join(scratch, f"trial_{next(counter)}.tflite")
         with open(path, "wb") as f:
-            f.write(quantizer.quantize(overrides))
+            f.write(quantize(**trial))
         return path
 
-    layers = budget.quantizable_layers(model)
-    result = budget.run(conversion, layers, quantize, float_path, open_runner, remedies=tuple(REMEDIES))
+    result = budget.run(conversion, layers, write, float_path, open_runner, **options)
     with open(result.chosen.path, "rb") as f:
         return f.read(), result.details
 
