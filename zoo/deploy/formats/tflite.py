@@ -13,10 +13,12 @@ Precisions (`PRECISIONS`, one `.tflite` each):
   (argmax agreement with Keras); with `min_agreement` or `max_accuracy_drop`, `a8w8` gives the layers int8 moves
   most int16 activations first, and keeps layers float only where int16 for all of them is not enough.
 
-The converter's own int8 stays where the quantizer cannot do the job: a quantization-aware model (the
-converter reads its learned ranges; the quantizer calibrates its own), `int8_io` and `mobile` (int8 or uint8
-input and output tensors; the quantizer's artifacts keep float input and output). Its measured agreement beside
-the quantizer's, on the compatibility matrix's int8 misses: `benchmarks/results/litert_quantizer.md`.
+The converter's own int8 stays `int8`, and the only int8 where the quantizer cannot do the job: a
+quantization-aware model (the converter reads its learned ranges; the quantizer calibrates its own), `int8_io`
+and `mobile` (int8 or uint8 input and output tensors; the quantizer's artifacts keep float input and output).
+It stays the default too because on the compatibility matrix's int8 misses it agreed with Keras at least as
+well as the quantizer's a8w8 and a16w8, and a16w8 runs on TFLite's reference 16x8 kernels (XNNPACK has none),
+far slower than float: `benchmarks/results/litert_quantizer.md`.
 
 Every artifact carries zoo's metadata entry and the standard TFLite metadata that MediaPipe Tasks,
 the TFLite Task Library and Android Studio's ML Model Binding read, derived from the same facts.

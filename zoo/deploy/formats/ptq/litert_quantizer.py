@@ -22,9 +22,9 @@ recipes (`ai_edge_quantizer.recipe`), named as the quantizer names them (activat
 The model's input and output stay float32 (rules `no_quantize` on the graph's INPUT and OUTPUT), as the
 converter's int8 leaves them, so each artifact takes what float takes.
 
-The quantizer takes LiteRT graphs the converter writes; an RNN's float graph from the batch-1 route is a
-`WHILE` loop over TensorLists, which its static recipes do not quantize, so a8w8 and a16w8 take the unrolled
-route (as the converter's int8 does) and the weight-only ones the float routes.
+The quantizer takes the float graphs the converter writes. For an RNN, a8w8 and a16w8 take the unrolled
+route, as the converter's int8 does (the batch-1 route's graph is a `WHILE` loop over TensorLists, whose body
+activations a static recipe would have to calibrate per step; not tried), and `w8` and `w4` the float routes.
 """
 
 from __future__ import annotations
