@@ -37,14 +37,17 @@ def test_a_missed_int8_criterion_names_the_remedies_unless_one_was_taken():
     flipped["p"][:2] = np.roll(flipped["p"][:2], 1, axis=-1)  # 2 of 100 decisions change: 98%
     missed = compare(flipped, keras_out, "int8")
 
-    def job(qat=False, variant="int8", **options):
+    def job(qat=False, variant="int8", format="onnx", **options):
         options = {"min_agreement": None, "max_accuracy_drop": None, **options}  # resolved, as the planner gives them
-        return SimpleNamespace(target=SimpleNamespace(variant=variant, precision="int8", options=options),
+        target = SimpleNamespace(variant=variant, precision="int8", options=options, format=format)
+        return SimpleNamespace(target=target,
                                model=SimpleNamespace(quantization_aware=qat))
 
     remedy = int8_remedy(missed, job())
     # Full agreement on n inputs has a 95% Wilson lower bound of n / (n + 1.96^2): 99% needs n >= 380.3.
     assert "(--min-agreement 99)" in remedy and "381 inputs" in remedy and "--qat-from" in remedy
+    assert "a16w8" not in remedy and "--precision a16w8" in int8_remedy(missed, job(format="tflite"))
+    assert "int16 activations (then float)" in int8_remedy(missed, job(format="tflite", variant="a8w8"))
     assert int8_remedy(missed, job(min_agreement=99.0)) is None  # the guard was asked for already
     assert int8_remedy(missed, job(qat=True)) is None  # the ranges were learned
     assert int8_remedy(missed, job(variant="uint8")) is None  # a TF.js file's uint8 weights: no guards there

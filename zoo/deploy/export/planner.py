@@ -52,7 +52,7 @@ from zoo.deploy.formats import inputs as inputs_lib
 from zoo.deploy.formats import model_io, option_owners, parse_formats, resolve_options
 from zoo.deploy.formats.base import Format
 from zoo.deploy.formats.jobs import Target
-from zoo.deploy.formats.options import INT8_GUARDS
+from zoo.deploy.formats.options import CALIBRATED, GUARDED, INT8_GUARDS
 from zoo.deploy.formats.inputs import DataShapeError
 from zoo.deploy.formats.metadata import ModelMetadata
 from zoo.deploy.formats.trace import Signature
@@ -302,7 +302,7 @@ def model_card(card: dict | None, run: RunDir | None = None, meta: ModelMetadata
 
 def _calibration(data: ExportData, resolved: dict, signature, test_x, recurrent: bool, quantization_aware: bool):
     """int8's calibration inputs by name, or None where no artifact needs them."""
-    int8 = [name for name, opts in resolved.items() if "int8" in (opts.get("precision") or ())]
+    int8 = [name for name, opts in resolved.items() if set(CALIBRATED) & set(opts.get("precision") or ())]
     if not int8:
         return None
     given = data.role("calibration")
@@ -328,7 +328,7 @@ def _validation(data: ExportData, resolved: dict, quantization_aware: bool, sign
     guards = {n: g for n, g in guards.items() if g}
     if not guards:
         return None, None
-    int8 = [name for name, opts in resolved.items() if "int8" in (opts.get("precision") or ())]
+    int8 = [name for name, opts in resolved.items() if set(GUARDED) & set(opts.get("precision") or ())]
     idle = sorted(n for n in guards if n not in int8)
     if idle:
         raise OptionError(f"{guards[idle[0]][0]} guards int8 artifacts, and {', '.join(idle)} is asked for none: "

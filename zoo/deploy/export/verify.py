@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from zoo.deploy.formats.jobs import TEST
-from zoo.deploy.formats.options import INT8_GUARDS
+from zoo.deploy.formats.options import GUARDED, INT8_GUARDS
 from zoo.deploy.formats.runner import Runner, median
 
 
@@ -262,10 +262,17 @@ def int8_remedy(verification: Comparison, job) -> str | None:
     need = CRITERIA["int8"].min_argmax_agreement
     agreement = verification.argmax_agreement
     options = job.target.options  # resolved: every option the format declares
-    if (job.target.variant != "int8" or not set(INT8_GUARDS) <= set(options) or agreement is None or agreement >= need
-            or job.model.quantization_aware or any(options.get(g) is not None for g in INT8_GUARDS)):
+    if (job.target.variant not in GUARDED or not set(INT8_GUARDS) <= set(options) or agreement is None
+            or agreement >= need or job.model.quantization_aware
+            or any(options.get(g) is not None for g in INT8_GUARDS)):
         return None
-    return (f"To reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) keeps float the "
+    from zoo.deploy.formats import FORMATS
+
+    int16 = "a16w8" in (FORMATS[job.target.format].precisions or {})  # TFLite: LiteRT's quantizer
+    keeps = ("gives int16 activations (then float) to" if job.target.variant == "a8w8" else "keeps float")
+    return (f"To reach {need:.0%}: min_agreement={100 * need:g} (--min-agreement {100 * need:g}) {keeps} the "
             "layers whose int8 moves the outputs most, measured on the validation data (at least "
-            f"{inputs_needed(need)} inputs), at some cost in size and speed; or fine-tune the model quantization-aware "
-            "(zoo train --qat-from RUN/last.keras) and export that")
+            f"{inputs_needed(need)} inputs), at some cost in size and speed; "
+            + ("or precision a16w8 (int16 activations, int8 weights, by LiteRT's quantizer; --precision a16w8); "
+               if int16 else "")
+            + "or fine-tune the model quantization-aware (zoo train --qat-from RUN/last.keras) and export that")

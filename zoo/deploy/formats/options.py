@@ -6,6 +6,7 @@ declarations of one name).
 from __future__ import annotations
 
 from zoo.core.options import NON_NEGATIVE, POSITIVE_INT, Option, number_range
+from zoo.deploy.formats.ptq.litert_quantizer import RECIPES as LITERT_RECIPES
 from zoo.deploy.formats.ptq.x86_int8 import DEFAULT_TARGET_CPU, TARGET_CPUS
 
 # Shared by the formats with an unrolled RNN route (TFLite, TF.js): one declaration, one flag.
@@ -14,10 +15,11 @@ SEQUENCE_LENGTH = Option("sequence_length", "static time axis of the unrolled RN
 
 # Shared by the formats with precisions (TFLite, ONNX, OpenVINO): one `--precision` flag, one keyword.
 # Each format's `precisions` says which of these it writes; a format is asked only for those.
-ARTIFACT_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
+ARTIFACT_PRECISIONS = ("float32", "float16", "dynamic_int8", "int8", *LITERT_RECIPES)
 PRECISION = Option("precision", "artifact precisions, one file each, where the format offers them: float32, float16, "
                    "dynamic_int8 (int8 weights, float compute; TFLite) or int8 (full integer, calibrated on the "
-                   "calibration data)",
+                   "calibration data); TFLite also: " + "; ".join(f"{name} ({r.text})" for name, r in
+                                                                 LITERT_RECIPES.items()),
                    default=("float32",), choices=ARTIFACT_PRECISIONS, multiple=True)
 CALIBRATION_SAMPLES = Option("calibration_samples", "how many calibration inputs int8 calibrates on", default=200,
                              check=POSITIVE_INT)
@@ -35,4 +37,7 @@ TARGET_CPU = Option("target_cpu", "the CPUs an int8 model is for: " + "; ".join(
                                                                            TARGET_CPUS.items()),
                     default=DEFAULT_TARGET_CPU, choices=tuple(TARGET_CPUS))
 INT8_GUARDS = ("max_accuracy_drop", "min_agreement")  # post-training int8 with chosen layers float
+# The precisions calibrated on the calibration data, and those an int8 guard applies to (the full-integer ones)
+CALIBRATED = ("int8", *(name for name, r in LITERT_RECIPES.items() if r.calibrated))
+GUARDED = ("int8", "a8w8")
 

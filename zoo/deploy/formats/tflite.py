@@ -1,5 +1,24 @@
-"""TFLite (LiteRT): float32, float16, dynamic-range int8 and full int8, builtin ops only; RNNs through a
-batch-1 or an unrolled graph.
+"""TFLite (LiteRT): float32, float16, dynamic-range int8 and full int8 by TensorFlow's converter, and the LiteRT
+Quantizer's recipes on the float file; builtin ops only; RNNs through a batch-1 or an unrolled graph.
+
+Precisions (`PRECISIONS`, one `.tflite` each):
+
+- `float32`, `float16`, `dynamic_int8`, `int8`: TensorFlow's converter (`tflite_convert`); `int8` is its
+  post-training full int8, calibrated on the export's calibration data;
+- `a8w8`, `a16w8`, `w8`, `w4`: LiteRT's own quantizer (`ai-edge-quantizer`,
+  `zoo.deploy.formats.ptq.litert_quantizer`) on the float32 file, the route Google's LiteRT docs give now that
+  they mark quantization inside the converter as deprecated: full int8 (int8 weights and activations,
+  calibrated on the same data as `int8`), int8 weights with int16 activations (calibrated), weight-only int8
+  and blockwise int4 (dense and embedding weights). Each is verified in LiteRT's interpreter like `int8`
+  (argmax agreement with Keras); with `min_agreement` or `max_accuracy_drop`, `a8w8` gives the layers int8 moves
+  most int16 activations first, and keeps layers float only where int16 for all of them is not enough.
+
+The converter's own int8 stays `int8`, and the only int8 where the quantizer cannot do the job: a
+quantization-aware model (the converter reads its learned ranges; the quantizer calibrates its own), `int8_io`
+and `mobile` (int8 or uint8 input and output tensors; the quantizer's artifacts keep float input and output).
+It stays the default too because on the compatibility matrix's int8 misses it agreed with Keras at least as
+well as the quantizer's a8w8 and a16w8, and a16w8 runs on TFLite's reference 16x8 kernels (XNNPACK has none),
+far slower than float: `benchmarks/results/litert_quantizer.md`.
 
 Every artifact carries zoo's metadata entry and the standard TFLite metadata that MediaPipe Tasks,
 the TFLite Task Library and Android Studio's ML Model Binding read, derived from the same facts.
@@ -26,13 +45,15 @@ from pathlib import Path
 from zoo.core.options import BOOL, Option
 from zoo.deploy.formats.base import ArtifactError, Format, head
 from zoo.deploy.formats.options import INT8_OPTIONS, PRECISION, SEQUENCE_LENGTH
+from zoo.deploy.formats.ptq.litert_quantizer import RECIPES as LITERT_RECIPES
 from zoo.deploy.formats.tflite_diagnose import route_around, unsupported_ops  # noqa: F401  (the protocol's)
 from zoo.deploy.formats.tflite_file import IDENTIFIER, NotTFLiteError, TFLiteFile
 from zoo.deploy.formats.tflite_runner import RUNTIME, open_runner  # noqa: F401  (the protocol's open_runner)
 from zoo.deploy.formats.unsafe import CUSTOM_TFLITE_OP, TF_OPS, TFLITE_RUNTIME_CUSTOM_OPS, Finding
 
-# precision (one .tflite each) -> tolerance class
-PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8"}
+# precision (one .tflite each) -> tolerance class; the LiteRT Quantizer's recipes are int8's class (agreement)
+PRECISIONS = {"float32": "float32", "float16": "float16", "dynamic_int8": "int8", "int8": "int8",
+              **{name: "int8" for name in LITERT_RECIPES}}
 
 FORMAT = Format(
     name="tflite",

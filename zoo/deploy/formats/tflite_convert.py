@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.deploy.formats.jobs import CALIBRATION, Attempt, Converted, RoutesFailed, unrolled_note
-from zoo.deploy.formats.options import INT8_GUARDS
+from zoo.deploy.formats.options import GUARDED, INT8_GUARDS
+from zoo.deploy.formats.ptq import litert_quantizer
 from zoo.deploy.formats.ptq.budget import Goal
 from zoo.deploy.formats.tf_serving import SERVING_SIGNATURE
 from zoo.deploy.formats.tflite_diagnose import flex_hint, refusal
@@ -43,6 +44,8 @@ def routes(recurrent: bool, precision: str) -> list[str]:
         return ["dynamic_batch"]
     if precision == "int8":
         return ["unrolled"]  # fixed_batch + full int8 segfaults the converter
+    if precision in litert_quantizer.RECIPES and litert_quantizer.RECIPES[precision].calibrated:
+        return ["unrolled"]  # the quantizer's static recipes leave a WHILE loop's body float (litert_quantizer)
     return ["fixed_batch", "unrolled"]
 
 
@@ -90,7 +93,7 @@ def _quantize(converter, conversion, example_shape, quantization_aware: bool = F
     import tensorflow as tf
 
     variant = conversion.target.variant
-    if variant == "float32":
+    if variant == "float32" or variant in litert_quantizer.RECIPES:  # the LiteRT Quantizer's: a float file first
         return
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     if variant == "float16":
@@ -118,12 +121,19 @@ def _quantize(converter, conversion, example_shape, quantization_aware: bool = F
 
 
 def convert(conversion) -> Converted:
-    options = conversion.target.options
-    guard = (next((g for g in INT8_GUARDS if options.get(g) is not None), None)
-             if conversion.target.variant == "int8" else None)
+    options, variant = conversion.target.options, conversion.target.variant
+    guard = next((g for g in INT8_GUARDS if options.get(g) is not None), None) if variant in GUARDED else None
     budgeted = guard is not None
     example_shape = conversion.static_input_shape() if conversion.model.recurrent else None
     quantization_aware = conversion.model.quantization_aware
+    recipe = litert_quantizer.RECIPES.get(variant)
+    if recipe is not None and quantization_aware:
+        raise ValueError(f"precision {variant!r} is LiteRT's quantizer, which calibrates its own ranges and ignores a "
+                         "quantization-aware model's learned ones; export precision='int8' (the converter's int8 "
+                         "from those ranges).")
+    if recipe is not None and options.get("int8_io"):
+        raise ValueError(f"int8_io is the converter's int8 with int8 input and output tensors; precision {variant!r} "
+                         "(LiteRT's quantizer) keeps float input and output. Export precision='int8' with int8_io.")
     if budgeted and quantization_aware:
         raise ValueError(f"{guard} is for post-training int8; a quantization-aware model's int8 already "
                          f"uses its learned ranges. Export it without {guard}.")
@@ -141,6 +151,9 @@ def convert(conversion) -> Converted:
             if not budgeted:  # the budget quantizes the float model selectively (below)
                 _quantize(converter, conversion, example_shape, quantization_aware, rgb=mobile_front == "rgb")
             flatbuffer = converter.convert()
+            if recipe is not None and not budgeted:
+                flatbuffer = litert_quantizer.quantize(flatbuffer, variant, _representative(
+                    conversion, example_shape, rgb=mobile_front == "rgb")() if recipe.calibrated else None)
             if quantization_aware and conversion.target.variant == "int8":
                 check_full_int8(flatbuffer)  # PTQ sets TFLITE_BUILTINS_INT8, which guarantees it
             if options.get("mobile") and conversion.target.variant == "int8" and not budgeted \
@@ -153,12 +166,19 @@ def convert(conversion) -> Converted:
             attempts.append(Attempt(route, f"{type(e).__name__}: {_last_line(e)}{flex_hint(e, options)}"))
             continue
         notes, details = [], {}
-        if budgeted:
+        if budgeted and recipe is not None:
+            flatbuffer, details = _guarded_recipe(conversion, flatbuffer, _representative(
+                conversion, example_shape, rgb=mobile_front == "rgb")())
+            notes.append(f"{Goal.of(options).describe()}: {details['summary']} (LiteRT's quantizer: int16 "
+                         "activations for the most sensitive layers first, then float)")
+        elif budgeted:
             int8_converter = make_converter(saved_model_dir, options.get("allow_flex"))
             _quantize(int8_converter, conversion, example_shape, rgb=mobile_front == "rgb")
             flatbuffer, details = _guarded_int8(conversion, flatbuffer, int8_converter, example_shape)
             notes.append(f"{Goal.of(options).describe()}: {details['summary']} (the converter's quantizer, "
                          "denylisted layers float)")
+        if recipe is not None:
+            notes.append(f"{variant}: {recipe.text}, from the float file (float input and output)")
         with atomic_output(conversion.target.path) as tmp:
             tmp.write_bytes(flatbuffer)
             _store_metadata(tmp, conversion.model)
@@ -257,8 +277,6 @@ def _store_metadata(path, model) -> None:
 def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape) -> tuple[bytes, dict]:
     """Full int8 but the layers the guard keeps float (`zoo.deploy.formats.ptq.budget`), quantized by the converter's
     own quantizer with those layers' ops denylisted (`zoo.deploy.formats.ptq.tflite_denylist`)."""
-    import os
-
     from zoo.deploy.formats.ptq import budget
     from zoo.deploy.formats.ptq.tflite_denylist import DenylistQuantizer
 
@@ -266,20 +284,58 @@ def _guarded_int8(conversion, float_model: bytes, int8_converter, example_shape)
     outputs = [t._keras_history.operation.name for t in model.outputs]
     selective = DenylistQuantizer(int8_converter, output_layers=outputs)
     layers = [layer for layer in budget.quantizable_layers(model) if selective.nodes_of(layer)]
-    scratch = os.path.join(conversion.work_dir, f"budget_tflite_{os.getpid()}")
+    return _search(conversion, float_model, "budget_tflite", layers, selective.quantize)
+
+
+# What a guarded LiteRT-Quantizer int8 gives a layer that int8 moves too far, in order: int16 activations (the
+# quantizer's a16w8 rules for that layer's scope), then float.
+REMEDIES = {"int16": "a16w8", "float": "float"}
+
+
+def _guarded_recipe(conversion, float_model: bytes, batches) -> tuple[bytes, dict]:
+    """a8w8 but the layers the guard picks (`zoo.deploy.formats.ptq.budget`), which get int16 activations first
+    and float only where int16 for every candidate is not enough: one calibration, a recipe per trial."""
+    from zoo.deploy.formats.ptq import budget
+    from zoo.deploy.formats.ptq.litert_selective import layer_regex
+
+    model = conversion.keras_model()
+    outputs = [t._keras_history.operation.name for t in model.outputs]
+    quantizer = litert_quantizer.RecipeQuantizer(float_model, "a8w8", batches)
+
+    def scope(layer):
+        return layer_regex(layer, layer in outputs)
+
+    def quantize(exclude=(), only=None, remedied=None):
+        if only is not None:  # only this layer int8: every other one float
+            return quantizer.quantize({".*": "float", scope(only): "a8w8"})
+        overrides = {scope(n): REMEDIES[r] for n, r in (remedied or {}).items()}
+        return quantizer.quantize({**overrides, **{scope(n): "float" for n in exclude}})
+
+    return _search(conversion, float_model, "budget_litert", budget.quantizable_layers(model), quantize,
+                   remedies=tuple(REMEDIES))
+
+
+def _search(conversion, float_model: bytes, name: str, layers, quantize, **options) -> tuple[bytes, dict]:
+    """`budget.run` over `layers`, each trial's flatbuffer (`quantize(exclude=, only=, ...)` -> bytes) written to a
+    scratch file beside the float one: (the chosen flatbuffer, the search's details)."""
+    import os
+
+    from zoo.deploy.formats.ptq import budget
+
+    scratch = os.path.join(conversion.work_dir, f"{name}_{os.getpid()}")
     os.makedirs(scratch, exist_ok=True)
     float_path = os.path.join(scratch, "float32.tflite")
     with open(float_path, "wb") as f:
         f.write(float_model)
     counter = iter(range(10**6))
 
-    def quantize(exclude=(), only=None):
+    def write(**trial):
         path = os.path.join(scratch, f"trial_{next(counter)}.tflite")
         with open(path, "wb") as f:
-            f.write(selective.quantize(exclude=exclude, only=only))
+            f.write(quantize(**trial))
         return path
 
-    result = budget.run(conversion, layers, quantize, float_path, open_runner)
+    result = budget.run(conversion, layers, write, float_path, open_runner, **options)
     with open(result.chosen.path, "rb") as f:
         return f.read(), result.details
 

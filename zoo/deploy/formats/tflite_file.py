@@ -186,10 +186,16 @@ class TFLiteFile:
 
     def rewrite(self, edit) -> bytes:
         """The flatbuffer after `edit(model)` changed its unpacked form (a `schema_py_generated.ModelT`) in
-        place, packed again with the identifier. Bytes after the flatbuffer are not kept."""
+        place, packed again with the identifier. Buffers stored after the flatbuffer (`offset`, `size`: LiteRT's
+        quantizer writes a model's constants so) are taken into it, since bytes after it are not kept."""
         import flatbuffers
+        import numpy as np
 
         model = _schema().ModelT.InitFromObj(self._model)
+        for buffer in model.buffers or []:
+            if buffer.offset > 1:  # 1 marks a buffer being written; 0 one held inline
+                buffer.data = np.frombuffer(self.data[buffer.offset : buffer.offset + buffer.size], np.uint8)
+                buffer.offset = buffer.size = 0
         edit(model)
         builder = flatbuffers.Builder(len(self.data) + 1024)
         builder.Finish(model.Pack(builder), file_identifier=IDENTIFIER)

@@ -54,6 +54,7 @@ class Trial:
     metric: float
     drop: float  # points below the float model
     path: str
+    remedied: tuple[tuple[str, str], ...] = ()  # (layer, remedy) for the layers given a remedy other than float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,13 +108,14 @@ class BudgetResult:
 
     def summary(self) -> str:
         return summary(self.metric, self.budget, self.float_metric, self.full_int8.metric, self.chosen.metric,
-                       self.float_layers)
+                       self.float_layers, remedied=self.chosen.remedied)
 
     def as_dict(self) -> dict:
         out = {
             "metric": self.metric, "budget_points": self.budget, "float_metric": self.float_metric,
             "full_int8_drop": self.full_int8.drop, "final_drop": self.chosen.drop,
             "within_budget": self.within_budget, "float_layers": list(self.float_layers),
+            **({"remedied_layers": dict(self.chosen.remedied)} if self.chosen.remedied else {}),
             "sensitivity_points": dict(sorted(self.sensitivity.items(), key=lambda kv: -kv[1])),
             "steps": [{"float_layers": list(t.float_layers), "drop": t.drop} for t in self.steps],
             "search_s": round(self.seconds, 1),
@@ -137,22 +139,29 @@ def inputs_needed(minimum: float, z: float = 1.96) -> int:
 
 
 def summary(metric: str, max_drop: float, float_metric: float, full_metric: float, chosen_metric: float,
-            float_layers, samples: int | None = None) -> str:
+            float_layers, samples: int | None = None, remedied=()) -> str:
     """One line on a guarded int8: where full int8 stood, what stays float, where the result stands.
 
     For agreement the metrics are measured shares on `samples` inputs; the minimum is met when the lower
     end of the 95% Wilson interval reaches it."""
     kept = ", ".join(float_layers)
+    by_remedy: dict[str, list[str]] = {}
+    for layer, remedy in remedied:
+        by_remedy.setdefault(remedy, []).append(layer)
+    given = "".join(f"; given {remedy}: {len(names)} layer(s): {', '.join(names)}" for remedy, names in
+                    by_remedy.items())
     if metric == "agreement":
         minimum = (100 - max_drop) / 100
         low, high = wilson_interval(chosen_metric, samples) if samples else (chosen_metric, chosen_metric)
         return (f"full int8 agrees with float on {100 * full_metric:.1f}%; kept in float: {len(float_layers)} "
-                f"layer(s){': ' + kept if kept else ''}; final agreement {100 * chosen_metric:.1f}% of {samples} "
+                f"layer(s){': ' + kept if kept else ''}{given}; "
+                f"final agreement {100 * chosen_metric:.1f}% of {samples} "
                 f"validation inputs, 95% interval {100 * low:.1f}-{100 * high:.1f}% "
                 f"({'meets' if low >= minimum - 1e-9 else 'does NOT meet'} the {100 * minimum:g}% minimum)")
     drop = 100 * (float_metric - chosen_metric)
     within = drop <= max_drop + 1e-9
-    return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; kept in float: {kept or 'none'}; "
+    return (f"full int8 drop {100 * (float_metric - full_metric):.2f} points; "
+            f"kept in float: {kept or 'none'}{given}; "
             f"final drop {drop:.2f} points ({'within' if within else 'NOT within'} the {max_drop:g}-point budget)")
 
 
@@ -164,6 +173,7 @@ def search(
     max_drop: float,
     tiebreak: Callable[[str], float] | None = None,
     metric: str = "accuracy",
+    remedies: Sequence[str] = ("float",),
 ) -> BudgetResult:
     """Runs the search of the module docstring.
 
@@ -177,6 +187,10 @@ def search(
         tiebreak: path -> how far that artifact's outputs are from float's (larger: more sensitive),
             to order layers whose drops tie; None keeps model order among ties.
         metric: what `evaluate` measures, for the summary.
+        remedies: what a sensitive layer is given, in order, the last being "float". With more than float
+            (LiteRT's quantizer: ("int16", "float")), step 3 gives the layers the first remedy in order of
+            sensitivity, and only when all of them have it and the budget is still missed the next one, in the
+            same order; `quantize` is then called with `remedied={layer: remedy}` for the layers not float.
     """
     if not max_drop >= 0:
         raise ValueError(f"max_drop must be >= 0 (accuracy points). Received: {max_drop!r}")
@@ -187,10 +201,19 @@ def search(
     def drop_of(metric):
         return 100.0 * (float_metric - metric)
 
-    def trial(float_layers=(), only=None):
-        path = quantize(only=only) if only is not None else quantize(exclude=tuple(float_layers))
+    if not remedies or remedies[-1] != "float":
+        raise ValueError(f"remedies must end with 'float' (the last resort). Received: remedies={remedies!r}")
+
+    def trial(float_layers=(), only=None, remedied=None):
+        if only is not None:
+            path = quantize(only=only)
+        elif remedied:
+            path = quantize(exclude=tuple(float_layers), remedied=dict(remedied))
+        else:
+            path = quantize(exclude=tuple(float_layers))
         metric = evaluate(path)
-        return Trial(tuple(float_layers), (only,) if only is not None else None, metric, drop_of(metric), str(path))
+        return Trial(tuple(float_layers), (only,) if only is not None else None, metric, drop_of(metric), str(path),
+                     tuple((remedied or {}).items()))
 
     full = trial()
     steps = [full]
@@ -203,11 +226,15 @@ def search(
             sensitivity[layer] = single.drop
             moved[layer] = tiebreak(single.path) if tiebreak is not None else 0.0
         order = sorted(layers, key=lambda name: (-sensitivity[name], -moved[name], list(layers).index(name)))
-        kept: list[str] = []
-        for layer in order:
-            kept.append(layer)
-            chosen = trial(tuple(kept))
-            steps.append(chosen)
+        given: dict[str, str] = {}  # layer -> its remedy, in the order given
+        for remedy in remedies:
+            for layer in order:
+                given[layer] = remedy
+                chosen = trial(tuple(n for n, r in given.items() if r == "float"),
+                               remedied={n: r for n, r in given.items() if r != "float"})
+                steps.append(chosen)
+                if chosen.drop <= max_drop:
+                    break
             if chosen.drop <= max_drop:
                 break
     return BudgetResult(budget=float(max_drop), float_metric=float_metric, full_int8=full, sensitivity=sensitivity,
@@ -283,7 +310,7 @@ def check_inputs(goal: Goal, n: int) -> None:
 
 
 def run(conversion, layers: Sequence[str], quantize: Callable[..., str], float_path: str, open_runner,
-        latency_runs: int = 50) -> BudgetResult:
+        latency_runs: int = 50, remedies: Sequence[str] = ("float",)) -> BudgetResult:
     """`search` for an export job: guard, validation data and runtime from the job, costs measured.
 
     `conversion` is the export's `zoo.deploy.formats.conversion.Conversion` (its validation data and the target's
@@ -311,7 +338,8 @@ def run(conversion, layers: Sequence[str], quantize: Callable[..., str], float_p
         return wilson_interval(share, len(x))[0] if goal.metric == "agreement" else share
 
     float_metric = 1.0 if goal.metric == "agreement" else float(np.mean(float_out.argmax(-1) == y))
-    result = search(layers, quantize, evaluate, float_metric, goal.max_drop, tiebreak=moved.get, metric=goal.metric)
+    result = search(layers, quantize, evaluate, float_metric, goal.max_drop, tiebreak=moved.get, metric=goal.metric,
+                    remedies=remedies)
     artifacts = {"float32": float_path, "int8": result.full_int8.path, "chosen": result.chosen.path}
     costs = {"size_bytes": {}, "latency_ms": {}}
     for name, path in artifacts.items():
@@ -325,5 +353,6 @@ def run(conversion, layers: Sequence[str], quantize: Callable[..., str], float_p
         result.details.update(
             min_agreement=100 - goal.max_drop, full_int8_agreement=full, final_agreement=chosen,
             final_agreement_interval=wilson_interval(chosen, len(x)),
-            summary=summary("agreement", goal.max_drop, 1.0, full, chosen, result.float_layers, len(x)))
+            summary=summary("agreement", goal.max_drop, 1.0, full, chosen, result.float_layers, len(x),
+                            result.chosen.remedied))
     return result
