@@ -47,7 +47,6 @@ class Case:
     source: str  # the Keras test it comes from: file::test (parameter)
     build: Callable
     stochastic: bool = False  # its outputs differ from call to call (sampling, a counter)
-    text: bool = False  # TextVectorization: exported whole by another part of zoo; recorded as it comes out
 
     def keras_call(self, model, x: dict):
         """Keras's own outputs on `x` as the model takes them (the test's `model(ref_input)`)."""
@@ -326,7 +325,7 @@ CASES = (
     Case("multi_output", "multi_io", LITERT + "test_multi_output_model_export", _multi_output),
     Case("dict_input_multi_output", "multi_io", LITERT + "test_dict_input_multi_output_model",
          _dict_input_multi_output),
-    Case("text_vectorization", "text", SM + "test_model_with_lookup_table", _lookup_table, text=True),
+    Case("text_vectorization", "text", SM + "test_model_with_lookup_table", _lookup_table),
     Case("dynamic_hw_sequential", "dynamic_hw", ONNX + "test_dynamic_shapes_export (sequential, height_width)",
          _dynamic_height_width("sequential")),
     Case("dynamic_hw_functional", "dynamic_hw", ONNX + "test_dynamic_shapes_export (functional, height_width)",

@@ -47,6 +47,9 @@ def test_the_estimate_grows_with_the_weights_and_says_when_the_machine_cannot_fi
     small, large = memory.estimate("onnx", 10**8), memory.estimate("onnx", 10**9)
     assert 0 < small < large
     assert memory.estimate("onnx", 10**9) > memory.estimate("tflite", 10**9)  # tf2onnx holds more copies
+    # TF.js of a large model holds each weight once (`tfjs_large`): convnext_xlarge's 1.4 GB, measured at 3.7 GB
+    assert memory.key("tfjs", weights=10**8) == "tfjs" and memory.key("tfjs", weights=1.4e9) == "tfjs_large"
+    assert memory.estimate("tfjs", int(1.4e9)) < 5e9 < memory.estimate("tfjs", 4 * 10**8)
     assert memory.fit_warning("onnx", large, large + 1) is None
     warning = memory.fit_warning("onnx[float32]", large, large // 2)
     assert warning.startswith("onnx[float32] is estimated to need") and "available" in warning

@@ -109,6 +109,24 @@ def test_the_declared_front_end_encodes_as_keras_does(settings):
     np.testing.assert_allclose(np.asarray(core(front.encode(texts))), np.asarray(model(np.asarray(texts))), atol=1e-6)
 
 
+def test_a_loaded_sequential_splits_at_the_call_its_outputs_come_from(tmp_path):
+    """keras/src/export/saved_model_test.py::test_model_with_lookup_table: a Sequential of TextVectorization (no
+    sequence length), Embedding and Dense. Loaded from its .keras file it has called TextVectorization three
+    times, each call fed by its input; `split` took the first and failed in every format but the SavedModel
+    ("Output with path `0` is not connected to `inputs`"). The numeric model after it, given `encode`'s ids, is
+    held to the loaded model on raw strings."""
+    from benchmarks import keras_export_cases as cases
+
+    model, x = cases.build(cases.BY_NAME["text_vectorization"])
+    model.save(tmp_path / "lookup.keras")
+    loaded = keras.saving.load_model(tmp_path / "lookup.keras")
+    assert len(loaded.layers[0]._inbound_nodes) > 1
+    texts = next(iter(x.values()))[:8]
+    front = text_front.of_model(loaded)
+    core = text_front.split(loaded)
+    np.testing.assert_allclose(np.asarray(core(front.encode(texts))), np.asarray(loaded(texts)), atol=1e-6)
+
+
 def test_every_format_takes_raw_strings_as_keras_does(text_model, exported):
     model, texts, _ = text_model
     assert exported.ok, exported.table()

@@ -3,7 +3,7 @@
 A conversion's peak resident memory grows with the model's weights: TensorFlow loads the SavedModel's variables,
 freezes them into constants, and each converter holds its own copies (tf2onnx's inline route several: the frozen
 GraphDef, the imported graph, its numpy constants, the ONNX `ModelProto` and its serialized bytes). Each format's
-need is modelled as `base + factor x weight bytes`, per format (and ONNX route), with figures measured by
+need is modelled as `base + factor x weight bytes`, per format (and route: `key`), with figures measured by
 `python -m benchmarks.large_export` on one child per format (`MEASURED`, `memory_factors.json` beside this module;
 `results/export_memory/README.md` says how they were measured). An export says, before it starts, which
 conversions the machine's available memory (`available_bytes`, the kernel's MemAvailable) cannot fit, and the
@@ -30,7 +30,7 @@ FALLBACK = {"base_bytes": 1.5e9, "factor": 14.0}
 
 @functools.lru_cache(maxsize=1)
 def factors() -> dict:
-    """`{key: {"base_bytes": ..., "factor": ...}}` from `memory_factors.json` (key: a format, or `onnx_external`)."""
+    """`{key: {"base_bytes": ..., "factor": ...}}` from `memory_factors.json` (`key`: a format or a route)."""
     try:
         return json.loads(MEASURED.read_text())["factors"]
     except (OSError, ValueError, KeyError):
@@ -44,13 +44,19 @@ def weight_bytes(model) -> int:
     return int(sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.variables))
 
 
-def key(format: str, external_data: bool = False) -> str:
-    return f"{format}_external" if external_data and format == "onnx" else format
+def key(format: str, external_data: bool = False, weights: int = 0) -> str:
+    """The figure a conversion is estimated by: its format's, ONNX's external-data route's (`onnx_external`), or
+    TF.js's for a model it converts with the weights kept out of the graph (`tfjs_large`)."""
+    from zoo.deploy.formats.tfjs_large import LARGE_BYTES
+
+    if format == "onnx" and external_data:
+        return "onnx_external"
+    return "tfjs_large" if format == "tfjs" and weights >= LARGE_BYTES else format
 
 
 def estimate(format: str, weights: int, external_data: bool = False) -> int:
     """Peak resident bytes one conversion and its verification are expected to reach in a fresh child."""
-    f = factors().get(key(format, external_data)) or factors().get(format) or FALLBACK
+    f = factors().get(key(format, external_data, weights)) or factors().get(format) or FALLBACK
     return int(f["base_bytes"] + f["factor"] * weights)
 
 

@@ -261,6 +261,25 @@ def _front_layer(model):
     return consumers[0]
 
 
+def _graph_output(model, layer):
+    """The layer's output in the graph `model.outputs` belong to, found by walking back from them. Not
+    `layer.output` (its first node): a Sequential model calls its layers more than once (at build, and a loaded
+    one again at each rebuild), and only one of those calls leads to `model.outputs`."""
+    seen, stack = set(), list(model.outputs)
+    while stack:
+        tensor = stack.pop()
+        history = getattr(tensor, "_keras_history", None)
+        if history is None or history.operation is None or id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        node = history.operation._inbound_nodes[history.node_index]
+        if history.operation is layer:
+            return tensor
+        stack.extend(node.input_tensors)
+    raise FrontEndError(f"Model {model.name!r}: its outputs do not come from {layer.name!r}'s output, so the "
+                        "numeric model after it cannot be split off. Serve the SavedModel, which takes the strings.")
+
+
 def split(model):
     """The numeric model after the front-end: `token_ids` (int32) in, the same outputs under the same names."""
     import keras
@@ -270,10 +289,7 @@ def split(model):
     layer = _front_layer(model)
     if layer is None:
         raise FrontEndError(f"Model {model.name!r} has no TextVectorization on its one string input to split off.")
-    # The layer's output in this model's graph: the node fed by the model's input, not `layer.output` (its first
-    # node), which for a Sequential model is a call outside the graph `model.outputs` belong to.
-    (node,) = [n for n in layer._inbound_nodes if any(model.inputs[0] is t for t in n.input_tensors)][:1]
-    front_out = node.output_tensors[0]
+    front_out = _graph_output(model, layer)
     rest = keras.Model(front_out, model.outputs, name=f"{model.name}_after_{layer.name}")
     shape = tuple(front_out.shape[1:])
     dtype = "int32" if "int" in str(front_out.dtype) else "float32"

@@ -99,12 +99,12 @@ def convert(conversion) -> Converted:
                 if route == "unrolled":
                     example_shape = conversion.static_input_shape()
                     notes += _convert(conversion.unrolled_saved_model(example_shape), tmp, weights, False,
-                                      conversion.model.layers)
+                                      conversion.model.layers, conversion.model.weight_bytes or 0)
                     notes.append(unrolled_note(example_shape))
                 else:
                     # tf.while_loop (Keras RNNs) needs control flow v2 ops in the graph model.
                     notes += _convert(conversion.saved_model(), tmp, weights, route == "control_flow_v2",
-                                      conversion.model.layers)
+                                      conversion.model.layers, conversion.model.weight_bytes or 0)
                     if route == "control_flow_v2":
                         notes.append("control flow v2")
                 if route != candidates[-1]:  # the last route is checked by verification alone
@@ -134,30 +134,32 @@ def write_page(folder) -> list[str]:
     return ["index.html + tf.min.js: `zoo predict --serve-page` serves the page"]
 
 
-def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool, layers: dict) -> list[str]:
+def _convert(saved_model_dir: str, out_dir, weights: str, control_flow_v2: bool, layers: dict,
+             weight_bytes: int = 0) -> list[str]:
     """Converts, rewrites what tfjs lacks but can compose, checks every op; returns notes on the rewrites.
 
     The converter's own op check runs off (it rejects `Erfc` before it can be rewritten);
-    `tfjs_ops.check_ops` runs it afterwards against the same op lists, naming the layers.
+    `tfjs_ops.check_ops` runs it afterwards against the same op lists, naming the layers. A model with
+    `tfjs_large.LARGE_BYTES` of weights or more (`weight_bytes`) converts with `tfjs_large.convert`, which holds
+    each weight once where the converter holds it up to 19 times.
     """
+    from zoo.deploy.formats import tfjs_large, tfjs_ops
     from zoo.deploy.formats.tfjs_shim import convert_tf_saved_model
-    from zoo.deploy.formats import tfjs_ops
     from zoo.deploy.formats.tfjs_unfuse import compose_hard_swish, unfuse_tensor_bias
 
+    notes = []
+    settings = dict(signature_def=SERVING_SIGNATURE, saved_model_tags=SERVING_TAG,
+                    quantization_dtype_map=None if weights == "float32" else {weights: True},
+                    control_flow_v2=control_flow_v2)
     try:
-        convert_tf_saved_model()(
-            saved_model_dir,
-            str(out_dir),
-            signature_def=SERVING_SIGNATURE,
-            saved_model_tags=SERVING_TAG,
-            quantization_dtype_map=None if weights == "float32" else {weights: True},
-            use_structured_outputs_names=True,  # outputs keyed "predictions", as in Keras
-            control_flow_v2=control_flow_v2,
-            skip_op_check=True,
-        )
+        if weight_bytes >= tfjs_large.LARGE_BYTES and tfjs_large.convert(saved_model_dir, str(out_dir), **settings):
+            notes.append(f"weights kept out of the graph while it was optimized ({weight_bytes / 1e9:.1f} GB: "
+                         "`zoo.deploy.formats.tfjs_large`)")
+        else:
+            convert_tf_saved_model()(saved_model_dir, str(out_dir), skip_op_check=True, **settings,
+                                     use_structured_outputs_names=True)  # outputs keyed "predictions", as in Keras
     except Exception as e:  # with its op check off the converter may crash on ops tfjs lacks: name them
         raise converter_error(e, saved_model_dir, layers) from None
-    notes = []
     erfc = tfjs_ops.rewrite_erfc(out_dir)
     if erfc:
         notes.append(f"{erfc} Erfc (exact GELU) rewritten as 1 - Erf")
