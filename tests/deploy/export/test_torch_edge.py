@@ -73,9 +73,6 @@ PRESENT = [name for name, absent in (("executorch", NO_EXECUTORCH),
                                      ("tflite", torch_child.venv_absent("litert_torch") is not None)) if not absent]
 
 
-# The Dense and BatchNormalization model of the default run takes both formats in test_torch_route.py's export; this
-# CNN (the layout fixes) with `-m slow` (suite time, issue 39).
-@pytest.mark.slow
 @pytest.mark.skipif(not PRESENT, reason="neither executorch (pip install 'zoo[executorch]') nor "
                     f"litert-torch ({torch_child.venv_absent('litert_torch')}) is installed")
 def test_pte_and_litert_torch_tflite_without_tensorflow_verified(tmp_path):

@@ -161,7 +161,8 @@ class ExportPlan:
             needed, external = memory.need(t.format, t.options, weights, available)
             warning = memory.fit_warning(t.label, needed, available)
             if warning:
-                warnings.append(f"{warning}: it may be killed for memory. Ways out: {memory.way_out(t.format, external)}")
+                warnings.append(f"{warning}: it may be killed for memory. Ways out: "
+                                f"{memory.way_out(t.format, external, t.route)}")
         return warnings
 
 
