@@ -11,8 +11,9 @@ from zoo.architectures.rnn import CELL_PAPERS, apply_recurrent_stack, check_recu
 MODES = ("seq2one", "seq2seq")
 
 
+# test_input_shape: 16 steps, as the text classifier's 32 tokens (zoo/architectures/text_classifier.py).
 @register_model(family="rnn", paper=CELL_PAPERS["lstm"], input_shape=(48, 1), params=50_700, num_classes=12,
-                task="forecast")
+                task="forecast", test_input_shape=(16, 1))
 def lstm_forecaster(
     input_shape,
     num_classes,

@@ -73,6 +73,9 @@ PRESENT = [name for name, absent in (("executorch", NO_EXECUTORCH),
                                      ("tflite", torch_child.venv_absent("litert_torch") is not None)) if not absent]
 
 
+# With `-m slow`: the torch route's own formats are exported without TensorFlow by default
+# (tests/deploy/export/test_torch_route.py); these two on-device ones cost 50 s of the 2-core suite (issue 39).
+@pytest.mark.slow
 @pytest.mark.skipif(not PRESENT, reason="neither executorch (pip install 'zoo[executorch]') nor "
                     f"litert-torch ({torch_child.venv_absent('litert_torch')}) is installed")
 def test_pte_and_litert_torch_tflite_without_tensorflow_verified(tmp_path):
