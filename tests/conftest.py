@@ -108,7 +108,7 @@ def slow_run(config) -> bool:
 # case stand for the optimizer's. Suite time (issue 39): the JAX process was the suite's longest test, 125 s.
 ON_JAX_ONLY_SLOW = {"test_mixed_float16_skips_overflowing_steps_and_keeps_float32_master_weights",
                     "test_mixup_and_cutmix_mix_neighbours_with_the_reported_ratio",
-                    "test_bad_feature_flags_get_a_clear_error", "test_preset_round_trip_through_the_command_line",
+                    "test_preset_round_trip_through_the_command_line",
                     "test_unfreezing_trains_the_backbone_at_the_lowered_schedule",
                     "test_layer_decay_scales_each_layers_sgd_step_by_its_multiplier"}
 

@@ -58,6 +58,14 @@ def test_weight_only_int8_and_blockwise_int4_shrink_the_weights(tmp_path):
         assert "float32" in _tensor_types(path)  # activations stay float tensors (w4's kernels quantize them inside)
 
 
+def _guarded_a8w8(model, tmp_path, min_agreement):
+    """`model`'s a8w8 `.tflite` under the agreement guard, on the same calibration, validation and test data."""
+    x, y = _data(400, seed=3)
+    return zoo.deploy.export.export(model, tmp_path, ["tflite"], precision="a8w8",
+                                    data=ExportData(calibration=x[:100], validation=_data(400, seed=4)[0], test=(x, y)),
+                                    min_agreement=min_agreement, latency_runs=0, isolate=False)
+
+
 @pytest.mark.slow
 def test_min_agreement_gives_an_activation_outlier_int16_not_float(tmp_path):
     """The residual add whose int8 range an outlier channel spends (`_outlier_residual_model`): int16
@@ -65,11 +73,7 @@ def test_min_agreement_gives_an_activation_outlier_int16_not_float(tmp_path):
     from tests.deploy.export.test_quantized_formats import _outlier_residual_model
 
     model = _outlier_residual_model()
-    x, y = _data(400, seed=3)
-    report = zoo.deploy.export.export(model, tmp_path, ["tflite"], precision="a8w8",
-                                      data=ExportData(calibration=x[:100], validation=_data(400, seed=4)[0],
-                                                      test=(x, y)),
-                                      min_agreement=99, latency_runs=0, isolate=False)
+    report = _guarded_a8w8(model, tmp_path, min_agreement=99)
     result = report.result("tflite", "a8w8")
     details = result.details
     assert details["full_int8_agreement"] < 0.8, details  # the add's int8 range ruins the stream
@@ -85,11 +89,7 @@ def test_min_agreement_keeps_a_layer_float_where_int16_activations_cannot_help(t
     """A layer ruined by its int8 weights (`_sensitive_mlp`): int16 activations leave its weights int8, so the
     search gives every candidate int16 first, then keeps the ruined layer float."""
     model = _sensitive_mlp()
-    x, y = _data(400, seed=3)
-    report = zoo.deploy.export.export(model, tmp_path, ["tflite"], precision="a8w8",
-                                      data=ExportData(calibration=x[:100], validation=_data(400, seed=4)[0],
-                                                      test=(x, y)),
-                                      min_agreement=97, latency_runs=0, isolate=False)
+    report = _guarded_a8w8(model, tmp_path, min_agreement=97)
     details = report.result("tflite", "a8w8").details
     assert details["float_layers"] == ["block1_dense"], details
     assert details["within_budget"] and report.ok, report.table()
