@@ -103,12 +103,11 @@ def slow_run(config) -> bool:
 
 
 # The backend-neutral tests that run on JAX only with `-m slow` (tests/test_backends.py runs the rest on JAX, and all of
-# them on PyTorch and TensorFlow): a command line's parsing and the data-side mixing compute nothing backend-specific,
-# float16 loss scaling is PyTorch's and TensorFlow's (JAX trains in bfloat16), and one layer-decay and one unfreezing
-# case stand for the optimizer's. Suite time (issue 39): the JAX process was the suite's longest test, 125 s.
+# them on PyTorch and TensorFlow): the data-side mixing computes nothing backend-specific, float16 loss scaling is
+# PyTorch's and TensorFlow's (JAX trains in bfloat16), and one layer-decay and one unfreezing case stand for the
+# optimizer's. Suite time (issue 39): the JAX process was the suite's longest test, 125 s.
 ON_JAX_ONLY_SLOW = {"test_mixed_float16_skips_overflowing_steps_and_keeps_float32_master_weights",
                     "test_mixup_and_cutmix_mix_neighbours_with_the_reported_ratio",
-                    "test_preset_round_trip_through_the_command_line",
                     "test_unfreezing_trains_the_backbone_at_the_lowered_schedule",
                     "test_layer_decay_scales_each_layers_sgd_step_by_its_multiplier"}
 
